@@ -1,0 +1,19 @@
+// Compiles src/ to dist/ and writes oclif.manifest.json, which lets the CLI answer --help
+// and --version without importing every command module.
+import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const bin = (name) => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
+const run = (name, args, stdio) => {
+  try {
+    execFileSync(bin(name), args, { cwd: root, stdio });
+  } catch (error) {
+    console.error(`build: ${name} ${args.join(' ')} failed`);
+    process.exit(error.status ?? 1);
+  }
+};
+rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
+run('tsc', ['-p', 'tsconfig.json'], 'inherit');
+run('oclif', ['manifest'], ['ignore', 'ignore', 'inherit']);

@@ -1,0 +1,151 @@
+import { userInfo } from 'node:os';
+import { Command, Flags, type Interfaces } from '@oclif/core';
+import type { ResolvedConfig } from '../lib/config/resolve.js';
+import type { OperationContext } from '../lib/context.js';
+import { EXIT, isLicenseServerError, LicenseServerError } from '../lib/errors.js';
+import type { Database } from '../lib/storage/types.js';
+
+export type CommandFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
+export type CommandArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
+
+/** Maps a command's flag names to the configuration keys they override. */
+const FLAG_SETTINGS: Readonly<Record<string, string>> = {
+  'data-dir': 'data_dir',
+  'database-url': 'database.url',
+  host: 'server.host',
+  port: 'server.port',
+};
+
+/**
+ * What every command shares: configuration, the database, the acting user, --json, and
+ * one way of reporting errors (conventions section 3). Commands stay thin adapters.
+ */
+export abstract class BaseCommand<T extends typeof Command> extends Command {
+  static override enableJsonFlag = true;
+
+  static override baseFlags = {
+    config: Flags.string({
+      description: 'Path to config.yaml (default: LICENSE_CONFIG, then <data-dir>/config.yaml).',
+      helpGroup: 'GLOBAL',
+    }),
+    'data-dir': Flags.string({ description: 'Data directory (default: LICENSE_DATA_DIR or ./data).', helpGroup: 'GLOBAL' }),
+    'database-url': Flags.string({
+      description: 'SQLite file or postgres:// URL (default: LICENSE_DATABASE_URL or <data-dir>/license-server.db).',
+      helpGroup: 'GLOBAL',
+    }),
+  };
+
+  protected flags!: CommandFlags<T>;
+  protected args!: CommandArgs<T>;
+
+  override async init(): Promise<void> {
+    await super.init();
+    const { args, flags } = await this.parse({
+      flags: this.ctor.flags,
+      baseFlags: (super.ctor as typeof BaseCommand).baseFlags,
+      enableJsonFlag: this.ctor.enableJsonFlag,
+      args: this.ctor.args,
+      strict: this.ctor.strict,
+    });
+    this.flags = flags as CommandFlags<T>;
+    this.args = args as CommandArgs<T>;
+  }
+
+  /** Settings from flags, LICENSE_* variables, config.yaml and defaults, in that order. */
+  protected async resolveConfig(): Promise<ResolvedConfig> {
+    const { resolveConfig } = await import('../lib/config/resolve.js');
+    const flagValues: Record<string, string | number | boolean | undefined> = {};
+    const flags = this.flags as Record<string, unknown>;
+    for (const [flag, key] of Object.entries(FLAG_SETTINGS)) {
+      const value = flags[flag];
+      if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') flagValues[key] = value;
+    }
+    return resolveConfig({
+      flags: flagValues,
+      env: process.env,
+      configPath: typeof flags.config === 'string' ? flags.config : undefined,
+      cwd: process.cwd(),
+    });
+  }
+
+  /** Opens the configured database (migrating it), runs `work`, and always closes it. */
+  protected async withDatabase<R>(work: (db: Database, config: ResolvedConfig) => Promise<R>): Promise<R> {
+    const config = await this.resolveConfig();
+    const { openDatabase } = await import('../lib/storage/open.js');
+    const db = await openDatabase(config.settings.database.url);
+    try {
+      return await work(db, config);
+    } finally {
+      await db.close();
+    }
+  }
+
+  /** The audit log's "who" for this command line. */
+  protected operationContext(): OperationContext {
+    let user: string;
+    try {
+      user = userInfo().username;
+    } catch {
+      user = process.env.USER ?? 'unknown';
+    }
+    return { actor: `cli:${user}` };
+  }
+
+  /** Prints human text unless --json is on (then the returned data is the whole output). */
+  protected say(text: string): void {
+    if (!this.jsonEnabled()) this.log(text);
+  }
+
+  /**
+   * Asks for a value the user did not pass, but only on a terminal: a script or cron job
+   * gets a usage error naming the flag instead of a prompt that would hang.
+   */
+  protected async ask(value: string | undefined, flag: string, message: string): Promise<string> {
+    if (value !== undefined) return value;
+    if (!process.stdin.isTTY || !process.stdout.isTTY || this.jsonEnabled()) {
+      throw new LicenseServerError('USAGE', `--${flag} is required`);
+    }
+    const { default: inquirer } = await import('inquirer');
+    const answers = await inquirer.prompt([{ type: 'input', name: 'value', message }]);
+    return String(answers.value);
+  }
+
+  override async catch(error: Interfaces.CommandError): Promise<unknown> {
+    // this.exit() and --help/--version unwind with an ExitError: not a failure of ours.
+    if ((error as { code?: string }).code === 'EEXIT') throw error;
+    const reported = toReportable(error);
+    process.exitCode = reported.exitCode;
+    if (this.jsonEnabled()) {
+      this.logJson({ error: { code: reported.code, message: reported.message } });
+    } else {
+      this.logToStderr(`Error: ${reported.message} (${reported.code})`);
+      if (reported.hint) this.logToStderr(`Try: ${reported.hint}`);
+      if (reported.code === 'INTERNAL' && process.env.LICENSE_DEBUG && error.stack) this.logToStderr(error.stack);
+    }
+    return undefined;
+  }
+}
+
+interface Reportable {
+  readonly code: string;
+  readonly message: string;
+  readonly hint: string | undefined;
+  readonly exitCode: number;
+}
+
+function toReportable(error: Interfaces.CommandError): Reportable {
+  if (isLicenseServerError(error)) {
+    return { code: error.code, message: error.message, hint: error.hint, exitCode: error.exitCode };
+  }
+  // oclif's own parse errors (unknown flag, missing argument, bad option) are usage errors.
+  if ((error as { oclif?: { exit?: number } }).oclif?.exit !== undefined) {
+    const usage = new LicenseServerError('USAGE', firstLine(error.message));
+    return { code: usage.code, message: usage.message, hint: usage.hint, exitCode: EXIT.usage };
+  }
+  const internal = new LicenseServerError('INTERNAL', `unexpected internal error: ${firstLine(error.message)}`);
+  return { code: internal.code, message: internal.message, hint: internal.hint, exitCode: EXIT.internal };
+}
+
+function firstLine(message: string): string {
+  return (message ?? '').split('\n')[0] ?? '';
+}

@@ -1,0 +1,47 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { formatTable } from '../../cli/output.js';
+import { listAudit, type AuditEntry } from '../../lib/audit.js';
+import { parseTimestamp } from '../../lib/validate.js';
+
+export default class AuditList extends BaseCommand<typeof AuditList> {
+  static override description = 'List audit log entries, newest first.';
+  static override examples = [
+    '<%= config.bin %> audit list --entity-type license --since 2026-11-01',
+    '<%= config.bin %> audit list --action license.created --json',
+  ];
+  static override flags = {
+    action: Flags.string({ description: 'Only this action, e.g. license.created.' }),
+    actor: Flags.string({ description: 'Only this actor, e.g. cli:alice or token:deploy.' }),
+    'entity-type': Flags.string({ description: 'Only this kind of record, e.g. license.' }),
+    'entity-id': Flags.string({ description: 'Only entries about this record id.' }),
+    since: Flags.string({ description: 'Entries at or after this date or timestamp.' }),
+    until: Flags.string({ description: 'Entries before this date or timestamp.' }),
+    limit: Flags.integer({ description: 'At most this many entries (1-10000).', default: 100 }),
+  };
+
+  async run(): Promise<AuditEntry[]> {
+    const { flags } = this;
+    const filter = {
+      action: flags.action,
+      actor: flags.actor,
+      entityType: flags['entity-type'],
+      entityId: flags['entity-id'],
+      since: flags.since === undefined ? undefined : parseTimestamp(flags.since, '--since'),
+      until: flags.until === undefined ? undefined : parseTimestamp(flags.until, '--until'),
+      limit: flags.limit,
+    };
+    const entries = await this.withDatabase((db) => listAudit(db, filter));
+    this.say(
+      formatTable(entries, [
+        { header: 'ID', value: (e) => e.id },
+        { header: 'WHEN', value: (e) => e.occurred_at },
+        { header: 'ACTOR', value: (e) => e.actor },
+        { header: 'ACTION', value: (e) => e.action },
+        { header: 'ENTITY', value: (e) => (e.entity_id ? `${e.entity_type} ${e.entity_id}` : e.entity_type) },
+        { header: 'DETAILS', value: (e) => (Object.keys(e.details).length ? JSON.stringify(e.details) : '-') },
+      ]),
+    );
+    return entries;
+  }
+}

@@ -1,0 +1,19 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { formatRecord } from '../../cli/output.js';
+import { createCustomer, type Customer } from '../../lib/customers.js';
+
+export default class CustomerCreate extends BaseCommand<typeof CustomerCreate> {
+  static override description = 'Create a customer (active from the start).';
+  static override examples = ['<%= config.bin %> customer create --name "Acme GmbH"'];
+  static override flags = {
+    name: Flags.string({ description: 'Customer name (prompted for on a terminal when missing).' }),
+  };
+
+  async run(): Promise<Customer> {
+    const name = await this.ask(this.flags.name, 'name', 'Customer name:');
+    const customer = await this.withDatabase((db) => createCustomer(db, { name }, this.operationContext()));
+    this.say(formatRecord([['Created customer', customer.id], ['name', customer.name], ['active', customer.active]]));
+    return customer;
+  }
+}

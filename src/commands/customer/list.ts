@@ -1,0 +1,27 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { formatTable } from '../../cli/output.js';
+import { listCustomers, type Customer } from '../../lib/customers.js';
+import { pagingFlags } from '../../cli/flags.js';
+
+export default class CustomerList extends BaseCommand<typeof CustomerList> {
+  static override description = 'List customers, oldest first.';
+  static override flags = {
+    active: Flags.boolean({ description: 'Only active customers (--no-active: only inactive ones).', allowNo: true }),
+    ...pagingFlags,
+  };
+
+  async run(): Promise<Customer[]> {
+    const { active, limit, offset } = this.flags;
+    const customers = await this.withDatabase((db) => listCustomers(db, { active, limit, offset }));
+    this.say(
+      formatTable(customers, [
+        { header: 'ID', value: (c) => c.id },
+        { header: 'NAME', value: (c) => c.name },
+        { header: 'ACTIVE', value: (c) => c.active },
+        { header: 'CREATED', value: (c) => c.created_at },
+      ]),
+    );
+    return customers;
+  }
+}

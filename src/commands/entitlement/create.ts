@@ -1,0 +1,21 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { formatRecord } from '../../cli/output.js';
+import { createEntitlement, type Entitlement } from '../../lib/entitlements.js';
+
+export default class EntitlementCreate extends BaseCommand<typeof EntitlementCreate> {
+  static override description = 'Create an entitlement: a licensed feature that licenses can grant.';
+  static override examples = ['<%= config.bin %> entitlement create --code reports.export --name "Export reports"'];
+  static override flags = {
+    code: Flags.string({ description: 'Unique code: letters, digits, "_", "." or "-" (max 64).' }),
+    name: Flags.string({ description: 'Display name.' }),
+  };
+
+  async run(): Promise<Entitlement> {
+    const code = await this.ask(this.flags.code, 'code', 'Entitlement code:');
+    const name = await this.ask(this.flags.name, 'name', 'Display name:');
+    const entitlement = await this.withDatabase((db) => createEntitlement(db, { code, name }, this.operationContext()));
+    this.say(formatRecord([['Created entitlement', entitlement.code], ['id', entitlement.id], ['name', entitlement.name]]));
+    return entitlement;
+  }
+}

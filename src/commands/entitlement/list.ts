@@ -1,0 +1,22 @@
+import { BaseCommand } from '../../cli/base-command.js';
+import { pagingFlags } from '../../cli/flags.js';
+import { formatTable } from '../../cli/output.js';
+import { listEntitlements, type Entitlement } from '../../lib/entitlements.js';
+
+export default class EntitlementList extends BaseCommand<typeof EntitlementList> {
+  static override description = 'List entitlements by code.';
+  static override flags = { ...pagingFlags };
+
+  async run(): Promise<Entitlement[]> {
+    const { limit, offset } = this.flags;
+    const entitlements = await this.withDatabase((db) => listEntitlements(db, { limit, offset }));
+    this.say(
+      formatTable(entitlements, [
+        { header: 'CODE', value: (e) => e.code },
+        { header: 'NAME', value: (e) => e.name },
+        { header: 'ID', value: (e) => e.id },
+      ]),
+    );
+    return entitlements;
+  }
+}

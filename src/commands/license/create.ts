@@ -1,0 +1,40 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { formatLicense } from '../../cli/license-output.js';
+import { createLicense, LICENSE_TYPES, parseEntitlementGrant, type License } from '../../lib/licenses.js';
+
+export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
+  static override description = 'Create a license for a customer; prints its id and its key.';
+  static override examples = [
+    '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --entitlement reports.export --entitlement seats:25 --with-decryption-key',
+  ];
+  static override flags = {
+    customer: Flags.string({ description: 'Customer id (UUID).', required: true }),
+    type: Flags.string({ description: 'License type.', options: [...LICENSE_TYPES], required: true }),
+    'valid-until': Flags.string({ description: 'End of validity: YYYY-MM-DD (through that day, UTC) or RFC 3339.', required: true }),
+    'valid-from': Flags.string({ description: 'Start of validity (default: now).' }),
+    entitlement: Flags.string({ description: 'CODE or CODE:LIMIT; repeat for several.', multiple: true, default: [] }),
+    'with-decryption-key': Flags.boolean({ description: 'Give the license a random 32-byte decryption key.', default: false }),
+  };
+
+  async run(): Promise<License> {
+    const { flags } = this;
+    const entitlements = flags.entitlement.map(parseEntitlementGrant);
+    const license = await this.withDatabase((db) =>
+      createLicense(
+        db,
+        {
+          customerId: flags.customer,
+          type: flags.type,
+          validFrom: flags['valid-from'],
+          validUntil: flags['valid-until'],
+          entitlements,
+          withDecryptionKey: flags['with-decryption-key'],
+        },
+        this.operationContext(),
+      ),
+    );
+    this.say(`Created license ${license.id}\n${formatLicense(license)}`);
+    return license;
+  }
+}

@@ -1,0 +1,32 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { pagingFlags } from '../../cli/flags.js';
+import { formatTable } from '../../cli/output.js';
+import { LICENSE_TYPES, listLicenses, type License } from '../../lib/licenses.js';
+
+export default class LicenseList extends BaseCommand<typeof LicenseList> {
+  static override description = 'List licenses, oldest first.';
+  static override flags = {
+    customer: Flags.string({ description: 'Only licenses of this customer id.' }),
+    active: Flags.boolean({ description: 'Only active licenses (--no-active: only inactive ones).', allowNo: true }),
+    type: Flags.string({ description: 'Only licenses of this type.', options: [...LICENSE_TYPES] }),
+    ...pagingFlags,
+  };
+
+  async run(): Promise<License[]> {
+    const { customer, active, type, limit, offset } = this.flags;
+    const licenses = await this.withDatabase((db) => listLicenses(db, { customerId: customer, active, type, limit, offset }));
+    this.say(
+      formatTable(licenses, [
+        { header: 'ID', value: (l) => l.id },
+        { header: 'KEY', value: (l) => `${l.key_prefix}...` },
+        { header: 'CUSTOMER', value: (l) => l.customer_name },
+        { header: 'TYPE', value: (l) => l.type },
+        { header: 'ACTIVE', value: (l) => l.active },
+        { header: 'VALID UNTIL', value: (l) => l.valid_until },
+        { header: 'ENTITLEMENTS', value: (l) => l.entitlements.map((e) => e.code).join(',') || '-' },
+      ]),
+    );
+    return licenses;
+  }
+}

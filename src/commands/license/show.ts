@@ -1,0 +1,26 @@
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { formatLicense } from '../../cli/license-output.js';
+import { getLicense, getLicenseDecryptionKey, type License } from '../../lib/licenses.js';
+
+export default class LicenseShow extends BaseCommand<typeof LicenseShow> {
+  static override description = 'Show one license, found by id or by license key.';
+  static override args = { license: Args.string({ description: 'License id (UUID) or license key.', required: true }) };
+  static override flags = {
+    'reveal-decryption-key': Flags.boolean({
+      description: 'Also print the decryption key (hex), for encrypting what the license unlocks.',
+      default: false,
+    }),
+  };
+
+  async run(): Promise<License & { decryption_key?: string | null }> {
+    const reveal = this.flags['reveal-decryption-key'];
+    const [license, key] = await this.withDatabase(async (db) => {
+      const found = await getLicense(db, this.args.license);
+      return [found, reveal ? await getLicenseDecryptionKey(db, found.id) : undefined] as const;
+    });
+    this.say(formatLicense(license));
+    if (reveal) this.say(`decryption key: ${key ? key.toString('hex') : '-'}`);
+    return reveal ? { ...license, decryption_key: key ? key.toString('hex') : null } : license;
+  }
+}

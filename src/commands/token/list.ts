@@ -1,0 +1,24 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { formatTable } from '../../cli/output.js';
+import { listAdminTokens, type AdminToken } from '../../lib/admin-tokens.js';
+
+export default class TokenList extends BaseCommand<typeof TokenList> {
+  static override description = 'List admin API tokens (never the tokens themselves).';
+  static override flags = { all: Flags.boolean({ description: 'Include revoked tokens.', default: false }) };
+
+  async run(): Promise<AdminToken[]> {
+    const tokens = await this.withDatabase((db) => listAdminTokens(db, { includeRevoked: this.flags.all }));
+    this.say(
+      formatTable(tokens, [
+        { header: 'ID', value: (t) => t.id },
+        { header: 'NAME', value: (t) => t.name },
+        { header: 'PREFIX', value: (t) => `${t.prefix}...` },
+        { header: 'CREATED', value: (t) => t.created_at },
+        { header: 'LAST USED', value: (t) => t.last_used_at },
+        { header: 'REVOKED', value: (t) => t.revoked_at },
+      ]),
+    );
+    return tokens;
+  }
+}

@@ -1,0 +1,132 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { recordAudit } from './audit.js';
+import { now, type OperationContext } from './context.js';
+import { LicenseServerError } from './errors.js';
+import { isUniqueViolation } from './storage/errors.js';
+import type { Database, Queryable, Row } from './storage/types.js';
+import { asIso, asIsoOrNull } from './storage/values.js';
+import { describe, isUuid, requireNonEmpty } from './validate.js';
+
+export interface AdminToken {
+  readonly id: string;
+  readonly name: string;
+  /** The token's first characters, enough to recognise it in a list; never enough to use it. */
+  readonly prefix: string;
+  readonly created_by: string;
+  readonly created_at: string;
+  readonly last_used_at: string | null;
+  readonly revoked_at: string | null;
+}
+
+export interface IssuedAdminToken {
+  /** Shown once and stored only as its SHA-256. */
+  readonly token: string;
+  readonly record: AdminToken;
+}
+
+/** `lsat_` marks our tokens so secret scanners and people can recognise a leaked one. */
+const TOKEN_PREFIX = 'lsat_';
+const SHOWN_PREFIX_LENGTH = TOKEN_PREFIX.length + 6;
+const COLUMNS = 'id, name, token_prefix, created_by, created_at, last_used_at, revoked_at';
+
+export async function createAdminToken(db: Database, input: { name: string }, context: OperationContext): Promise<IssuedAdminToken> {
+  const name = requireNonEmpty(input.name, 'token name', 100);
+  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const id = randomUUID();
+  try {
+    const record = await db.transaction(async (tx) => {
+      await tx.execute(
+        `INSERT INTO admin_tokens (id, name, token_hash, token_prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+        [id, name, hashToken(token), token.slice(0, SHOWN_PREFIX_LENGTH), context.actor, now(context).toISOString()],
+      );
+      await recordAudit(tx, context, { action: 'token.created', entityType: 'admin_token', entityId: id, details: { name } });
+      return getToken(tx, id);
+    });
+    return { token, record };
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw new LicenseServerError('TOKEN_NAME_EXISTS', `a token named ${describe(name)} already exists`);
+    }
+    throw error;
+  }
+}
+
+export async function listAdminTokens(db: Queryable, options: { includeRevoked?: boolean } = {}): Promise<AdminToken[]> {
+  const where = options.includeRevoked ? '' : 'WHERE revoked_at IS NULL';
+  const rows = await db.query(`SELECT ${COLUMNS} FROM admin_tokens ${where} ORDER BY created_at, id`);
+  return rows.map(toToken);
+}
+
+/** Revokes by id or by the name of a live token. Revoking twice changes nothing. */
+export async function revokeAdminToken(db: Database, reference: string, context: OperationContext): Promise<AdminToken> {
+  return db.transaction(async (tx) => {
+    const rows = isUuid(reference)
+      ? await tx.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE id = ?`, [reference.toLowerCase()])
+      : await tx.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE name = ? AND revoked_at IS NULL`, [reference]);
+    if (!rows[0]) throw new LicenseServerError('TOKEN_NOT_FOUND', `no live token has the id or name ${describe(reference)}`);
+    const token = toToken(rows[0]);
+    if (token.revoked_at) return token;
+    await tx.execute('UPDATE admin_tokens SET revoked_at = ? WHERE id = ?', [now(context).toISOString(), token.id]);
+    await recordAudit(tx, context, { action: 'token.revoked', entityType: 'admin_token', entityId: token.id, details: { name: token.name } });
+    return getToken(tx, token.id);
+  });
+}
+
+export interface AuthenticatedAdmin {
+  /** `token:<name>`, the actor recorded in the audit log. */
+  readonly actor: string;
+  readonly tokenId: string | null;
+}
+
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * Checks a presented bearer token against the bootstrap token (LICENSE_ADMIN_TOKEN) and the
+ * stored, unrevoked ones. Only SHA-256 hashes are looked up and compared (the final
+ * comparisons in constant time), so the response time says nothing about how close a
+ * guess came to a real token.
+ */
+export async function authenticateAdminToken(
+  db: Database,
+  presented: string,
+  options: { bootstrapToken?: string | undefined; clock?: () => Date } = {},
+): Promise<AuthenticatedAdmin | null> {
+  if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) return null;
+  const presentedHash = Buffer.from(hashToken(presented), 'hex');
+  if (options.bootstrapToken && timingSafeEqual(presentedHash, Buffer.from(hashToken(options.bootstrapToken), 'hex'))) {
+    return { actor: 'token:bootstrap', tokenId: null };
+  }
+  const rows = await db.query('SELECT id, name, token_hash FROM admin_tokens WHERE token_hash = ? AND revoked_at IS NULL', [
+    presentedHash.toString('hex'),
+  ]);
+  const row = rows[0];
+  if (!row || !timingSafeEqual(Buffer.from(String(row.token_hash), 'hex'), presentedHash)) return null;
+  const at = options.clock ? options.clock() : new Date();
+  await db.execute('UPDATE admin_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)', [
+    at.toISOString(),
+    String(row.id),
+    new Date(at.getTime() - LAST_USED_RESOLUTION_MS).toISOString(),
+  ]);
+  return { actor: `token:${String(row.name)}`, tokenId: String(row.id) };
+}
+
+function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+async function getToken(db: Queryable, id: string): Promise<AdminToken> {
+  const rows = await db.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE id = ?`, [id]);
+  return toToken(rows[0]!);
+}
+
+function toToken(row: Row): AdminToken {
+  return {
+    id: String(row.id),
+    name: String(row.name),
+    prefix: String(row.token_prefix),
+    created_by: String(row.created_by),
+    created_at: asIso(row.created_at),
+    last_used_at: asIsoOrNull(row.last_used_at),
+    revoked_at: asIsoOrNull(row.revoked_at),
+  };
+}

@@ -1,0 +1,243 @@
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import { LicenseServerError } from '../errors.js';
+import { ADMIN_TOKEN_MIN_LENGTH, SETTINGS, type SettingSpec } from './schema.js';
+import { redactDatabaseUrl } from './redact.js';
+import { readConfigFile } from './file.js';
+import { describeFsError } from '../fs-errors.js';
+
+export interface Settings {
+  readonly dataDir: string;
+  readonly database: { readonly url: string };
+  readonly server: { readonly host: string; readonly port: number };
+  readonly issuer: string;
+  readonly grace: { readonly hours: number };
+  readonly adminToken: string | undefined;
+  readonly backup: {
+    readonly enabled: boolean;
+    readonly path: string;
+    readonly encryptionKey: Buffer | undefined;
+    readonly retentionDays: number;
+  };
+}
+
+export type SettingValue = string | number | boolean | Buffer;
+
+export interface ResolvedSetting {
+  readonly key: string;
+  readonly value: SettingValue | undefined;
+  /** `flag --port`, `env LICENSE_PORT`, `file /etc/license-server/config.yaml` or `default`. */
+  readonly source: string;
+  readonly secret: boolean;
+}
+
+export interface ResolvedConfig {
+  readonly settings: Settings;
+  readonly entries: readonly ResolvedSetting[];
+  readonly configFile: string | undefined;
+}
+
+export interface ConfigInputs {
+  /** Flag values keyed by setting key (`server.port`), already typed by the CLI parser. */
+  readonly flags?: Readonly<Record<string, string | number | boolean | undefined>>;
+  /** Usually process.env; only LICENSE_* names are read. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** --config; falls back to LICENSE_CONFIG, then <data_dir>/config.yaml when that exists. */
+  readonly configPath?: string;
+  readonly cwd: string;
+}
+
+interface RawValue {
+  readonly raw: unknown;
+  readonly source: string;
+  /** Relative paths in this value resolve against this directory. */
+  readonly baseDir: string;
+}
+
+/** Resolves every setting: flags, then LICENSE_* variables, then config.yaml, then defaults. */
+export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfig> {
+  const env = inputs.env ?? {};
+  const flags = inputs.flags ?? {};
+
+  const early = pick(specOf('data_dir'), flags, env, undefined, inputs.cwd);
+  const earlyDataDir = early ? (convert(specOf('data_dir'), early) as string) : path.resolve(inputs.cwd, 'data');
+  const configFile = locateConfigFile(inputs, env, earlyDataDir);
+  const fileValues = configFile ? await readConfigFile(configFile) : undefined;
+
+  const values = new Map<string, ResolvedSetting>();
+  let dataDir = earlyDataDir;
+  for (const spec of SETTINGS) {
+    const found = pick(spec, flags, env, fileValues && { values: fileValues, file: configFile! }, inputs.cwd);
+    let value: SettingValue | undefined;
+    let source: string;
+    if (found) {
+      value = convert(spec, found);
+      source = found.source;
+    } else if (spec.default) {
+      value = convert(spec, { raw: spec.default(dataDir), source: 'default', baseDir: inputs.cwd });
+      source = 'default';
+    } else {
+      source = 'unset';
+    }
+    if (spec.key === 'data_dir') dataDir = value as string;
+    values.set(spec.key, { key: spec.key, value, source, secret: spec.secret === true });
+  }
+
+  const get = <T extends SettingValue | undefined>(key: string): T => values.get(key)?.value as T;
+  const settings: Settings = {
+    dataDir: get('data_dir'),
+    database: { url: get('database.url') },
+    server: { host: get('server.host'), port: get('server.port') },
+    issuer: get('issuer'),
+    grace: { hours: get('grace.hours') },
+    adminToken: get('admin_token'),
+    backup: {
+      enabled: get('backup.enabled'),
+      path: get('backup.path'),
+      encryptionKey: get('backup.encryption_key'),
+      retentionDays: get('backup.retention_days'),
+    },
+  };
+  return { settings, entries: [...values.values()], configFile };
+}
+
+/** The effective settings as shown to an operator: secrets and URL passwords redacted. */
+export function displayEntries(config: ResolvedConfig): Array<{ key: string; value: string | null; source: string }> {
+  return config.entries.map((entry) => {
+    let shown: string | null;
+    if (entry.value === undefined) shown = null;
+    else if (entry.secret) shown = '[redacted]';
+    else if (entry.key === 'database.url') shown = redactDatabaseUrl(String(entry.value));
+    else shown = String(entry.value);
+    return { key: entry.key, value: shown, source: entry.source };
+  });
+}
+
+function specOf(key: string): SettingSpec {
+  const spec = SETTINGS.find((candidate) => candidate.key === key);
+  if (!spec) throw new Error(`no setting ${key}`);
+  return spec;
+}
+
+function locateConfigFile(inputs: ConfigInputs, env: ConfigInputs['env'] & object, dataDir: string): string | undefined {
+  const explicit = inputs.configPath ?? nonEmpty(env.LICENSE_CONFIG);
+  if (explicit !== undefined) {
+    const resolved = path.resolve(inputs.cwd, explicit);
+    const origin = inputs.configPath !== undefined ? 'flag --config' : 'env LICENSE_CONFIG';
+    try {
+      if (!statSync(resolved).isFile()) throw new Error('not a regular file');
+    } catch (error) {
+      throw new LicenseServerError(
+        'CONFIG_FILE_UNREADABLE',
+        `cannot read the configuration file ${resolved} (from ${origin}): ${describeFsError(error)}`,
+      );
+    }
+    return resolved;
+  }
+  const implicit = path.join(dataDir, 'config.yaml');
+  try {
+    return statSync(implicit).isFile() ? implicit : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function pick(
+  spec: SettingSpec,
+  flags: NonNullable<ConfigInputs['flags']>,
+  env: NonNullable<ConfigInputs['env']>,
+  file: { values: ReadonlyMap<string, unknown>; file: string } | undefined,
+  cwd: string,
+): RawValue | undefined {
+  const flagValue = flags[spec.key];
+  if (flagValue !== undefined && spec.flag) {
+    return { raw: flagValue, source: `flag --${spec.flag}`, baseDir: cwd };
+  }
+  const envValue = nonEmpty(env[spec.env]);
+  if (envValue !== undefined) return { raw: envValue, source: `env ${spec.env}`, baseDir: cwd };
+  if (file && file.values.has(spec.key)) {
+    const raw = file.values.get(spec.key);
+    if (raw !== null && raw !== undefined) {
+      return { raw, source: `file ${file.file}`, baseDir: path.dirname(file.file) };
+    }
+  }
+  return undefined;
+}
+
+function convert(spec: SettingSpec, found: RawValue): SettingValue {
+  const { raw, source } = found;
+  const fromText = typeof raw === 'string' && !source.startsWith('file');
+  const invalid = (expected: string, showValue = true): never => {
+    const shown = showValue && !spec.secret ? `, got ${JSON.stringify(raw)}` : '; the value is not shown';
+    throw new LicenseServerError('CONFIG_INVALID_VALUE', `${spec.key} must be ${expected}${shown} (from ${source})`);
+  };
+  switch (spec.type) {
+    case 'string': {
+      if (typeof raw !== 'string' || raw.trim() === '') return invalid('a non-empty string');
+      if (spec.key === 'admin_token' && raw.length < ADMIN_TOKEN_MIN_LENGTH) {
+        return invalid(`at least ${ADMIN_TOKEN_MIN_LENGTH} characters long`);
+      }
+      return raw;
+    }
+    case 'path': {
+      if (typeof raw !== 'string' || raw.trim() === '') return invalid('a path');
+      return path.resolve(found.baseDir, raw);
+    }
+    case 'database-url': {
+      if (typeof raw !== 'string' || raw.trim() === '') return invalid('a SQLite file path or a postgres:// URL');
+      if (/^postgres(ql)?:\/\//i.test(raw)) {
+        try {
+          new URL(raw);
+        } catch {
+          return invalid('a valid postgres:// URL', false);
+        }
+        return raw;
+      }
+      const sqlitePath = raw.startsWith('sqlite:') ? raw.slice('sqlite:'.length) : raw;
+      if (/^[a-z][a-z0-9+.-]*:\/\//i.test(sqlitePath) || sqlitePath === '') {
+        return invalid('a SQLite file path or a postgres:// URL', false);
+      }
+      return path.resolve(found.baseDir, sqlitePath);
+    }
+    case 'integer': {
+      let value: number;
+      if (typeof raw === 'number') value = raw;
+      else if (fromText && /^-?\d+$/.test(String(raw).trim())) value = Number(String(raw).trim());
+      else return invalid(`an integer from ${spec.min} to ${spec.max}`);
+      if (!Number.isSafeInteger(value) || value < (spec.min ?? -Infinity) || value > (spec.max ?? Infinity)) {
+        return invalid(`an integer from ${spec.min} to ${spec.max}`);
+      }
+      return value;
+    }
+    case 'boolean': {
+      if (typeof raw === 'boolean') return raw;
+      if (fromText) {
+        const text = String(raw).trim().toLowerCase();
+        if (['true', '1', 'yes', 'on'].includes(text)) return true;
+        if (['false', '0', 'no', 'off'].includes(text)) return false;
+      }
+      return invalid('true or false');
+    }
+    case 'backup-key': {
+      if (typeof raw !== 'string') return invalid('32 bytes given as 64 hex digits or as Base64', false);
+      const key = decodeKey(raw.trim());
+      if (!key) return invalid('32 bytes given as 64 hex digits or as Base64', false);
+      return key;
+    }
+  }
+}
+
+/** 64 hex digits, or standard/URL-safe Base64 of exactly 32 bytes. */
+export function decodeKey(text: string): Buffer | undefined {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  if (/^[A-Za-z0-9+/_-]{43}=?$/.test(text)) {
+    const key = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (key.length === 32) return key;
+  }
+  return undefined;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value === '' ? undefined : value;
+}
+

@@ -1,0 +1,115 @@
+/**
+ * Every setting the tool knows: its key in config.yaml, its environment variable, its
+ * command-line flag, its type and its default. docs/configuration.md mirrors this table and
+ * test/lib/config/docs.test.ts keeps the two in step.
+ */
+export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key';
+
+export interface SettingSpec {
+  readonly key: string;
+  readonly env: string;
+  readonly flag?: string;
+  readonly type: SettingType;
+  readonly min?: number;
+  readonly max?: number;
+  readonly secret?: boolean;
+  /** Defaults may depend on the data directory; relative results resolve against the cwd. */
+  readonly default?: (dataDir: string) => string | number | boolean;
+  readonly description: string;
+}
+
+export const SETTINGS: readonly SettingSpec[] = [
+  {
+    key: 'data_dir',
+    env: 'LICENSE_DATA_DIR',
+    flag: 'data-dir',
+    type: 'path',
+    default: () => './data',
+    description: 'Directory for the SQLite database, config.yaml and backups (created 0700).',
+  },
+  {
+    key: 'database.url',
+    env: 'LICENSE_DATABASE_URL',
+    flag: 'database-url',
+    type: 'database-url',
+    default: (dataDir) => `${dataDir}/license-server.db`,
+    description: 'A SQLite file path (or sqlite:PATH) or a postgres:// URL.',
+  },
+  {
+    key: 'server.host',
+    env: 'LICENSE_HOST',
+    flag: 'host',
+    type: 'string',
+    default: () => '127.0.0.1',
+    description: 'Address the daemon listens on.',
+  },
+  {
+    key: 'server.port',
+    env: 'LICENSE_PORT',
+    flag: 'port',
+    type: 'integer',
+    min: 0,
+    max: 65535,
+    default: () => 8080,
+    description: 'Port the daemon listens on (0 picks a free one).',
+  },
+  {
+    key: 'issuer',
+    env: 'LICENSE_ISSUER',
+    type: 'string',
+    default: () => 'license-server',
+    description: 'Identifier of this server, written into license files and grace tokens.',
+  },
+  {
+    key: 'grace.hours',
+    env: 'LICENSE_GRACE_HOURS',
+    type: 'integer',
+    min: 1,
+    max: 8760,
+    default: () => 72,
+    description: 'Lifetime of a grace token issued by online validation.',
+  },
+  {
+    key: 'admin_token',
+    env: 'LICENSE_ADMIN_TOKEN',
+    type: 'string',
+    secret: true,
+    description: 'A bootstrap admin API token (at least 24 characters), accepted besides stored tokens.',
+  },
+  {
+    key: 'backup.enabled',
+    env: 'LICENSE_BACKUP_ENABLED',
+    type: 'boolean',
+    default: () => false,
+    description: 'Turns automatic backups on.',
+  },
+  {
+    key: 'backup.path',
+    env: 'LICENSE_BACKUP_PATH',
+    type: 'path',
+    default: (dataDir) => `${dataDir}/backups`,
+    description: 'Directory that holds backups (created 0700).',
+  },
+  {
+    key: 'backup.encryption_key',
+    env: 'LICENSE_BACKUP_ENCRYPTION_KEY',
+    type: 'backup-key',
+    secret: true,
+    description: 'AES-256 key for backups: 32 bytes as 64 hex digits or as Base64.',
+  },
+  {
+    key: 'backup.retention_days',
+    env: 'LICENSE_BACKUP_RETENTION_DAYS',
+    type: 'integer',
+    min: 1,
+    max: 36500,
+    default: () => 30,
+    description: 'Backups older than this many days may be pruned.',
+  },
+];
+
+export const ADMIN_TOKEN_MIN_LENGTH = 24;
+
+export function specFor(key: string): SettingSpec | undefined {
+  return SETTINGS.find((spec) => spec.key === key);
+}

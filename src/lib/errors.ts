@@ -1,0 +1,90 @@
+/**
+ * The one table of error codes. Every error the tool reports on purpose carries a code
+ * from here; the CLI turns it into an exit code and a "Try:" line, the HTTP listener into
+ * a status and `{"error":{"code","message"}}`. Anything that is not a LicenseServerError
+ * is a bug and is reported as INTERNAL without its internals.
+ *
+ * docs/errors.md lists every code; test/lib/errors.test.ts fails when one is missing.
+ */
+export const EXIT = {
+  ok: 0,
+  internal: 1,
+  usage: 2,
+  config: 3,
+  notFound: 4,
+  conflict: 5,
+  refused: 6,
+  unavailable: 7,
+} as const;
+
+interface ErrorSpec {
+  readonly exit: number;
+  readonly http: number;
+  readonly hint?: string;
+}
+
+export const ERROR_TABLE = {
+  INTERNAL: { exit: EXIT.internal, http: 500, hint: 'This is a bug; please report it with the command that caused it.' },
+  USAGE: { exit: EXIT.usage, http: 400, hint: 'See --help for the accepted flags and arguments.' },
+  INVALID_INPUT: { exit: EXIT.usage, http: 400 },
+  INVALID_ID: { exit: EXIT.usage, http: 400, hint: 'Ids are UUIDs such as 0b6c4f8e-3a1d-4e8e-9c2b-5f0d7a1e2c3b.' },
+  INVALID_DATE: {
+    exit: EXIT.usage,
+    http: 400,
+    hint: 'Use YYYY-MM-DD or an RFC 3339 timestamp such as 2027-01-31T00:00:00Z.',
+  },
+  INVALID_LICENSE_TYPE: { exit: EXIT.usage, http: 400, hint: 'The types are time_based, usage_based and hybrid.' },
+  INVALID_ENTITLEMENT_CODE: {
+    exit: EXIT.usage,
+    http: 400,
+    hint: 'A code is 1-64 letters, digits, "_", "." or "-", starting with a letter or digit.',
+  },
+  INVALID_VALIDITY: { exit: EXIT.usage, http: 400, hint: 'valid_until must be in the future and after valid_from.' },
+  CONFIG_FILE_UNREADABLE: { exit: EXIT.config, http: 500, hint: 'Check the path given by --config or LICENSE_CONFIG.' },
+  CONFIG_PARSE_ERROR: { exit: EXIT.config, http: 500, hint: 'The configuration file must be a YAML mapping.' },
+  CONFIG_UNKNOWN_KEY: { exit: EXIT.config, http: 500, hint: 'See docs/configuration.md for the known keys.' },
+  CONFIG_INVALID_VALUE: { exit: EXIT.config, http: 500, hint: 'See docs/configuration.md for the accepted values.' },
+  CUSTOMER_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List customers with `license-server customer list`.' },
+  ENTITLEMENT_NOT_FOUND: {
+    exit: EXIT.notFound,
+    http: 404,
+    hint: 'List entitlements with `license-server entitlement list`.',
+  },
+  LICENSE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List licenses with `license-server license list`.' },
+  TOKEN_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List tokens with `license-server token list`.' },
+  ENTITLEMENT_CODE_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Entitlement codes are unique; pick another code.' },
+  TOKEN_NAME_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Revoke the old token first or pick another name.' },
+  DATABASE_UNAVAILABLE: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'Check database.url (LICENSE_DATABASE_URL) and that the database is running.',
+  },
+  DATABASE_SCHEMA_TOO_NEW: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'The database was migrated by a newer license-server; upgrade this one.',
+  },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_TABLE;
+
+export class LicenseServerError extends Error {
+  readonly code: ErrorCode;
+  readonly exitCode: number;
+  readonly httpStatus: number;
+  readonly hint: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options?: { hint?: string; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    const spec: ErrorSpec = ERROR_TABLE[code];
+    this.name = 'LicenseServerError';
+    this.code = code;
+    this.exitCode = spec.exit;
+    this.httpStatus = spec.http;
+    this.hint = options?.hint ?? spec.hint;
+  }
+}
+
+export function isLicenseServerError(value: unknown): value is LicenseServerError {
+  return value instanceof LicenseServerError;
+}

@@ -1,0 +1,279 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { recordAudit } from './audit.js';
+import { now, type OperationContext } from './context.js';
+import { getCustomer } from './customers.js';
+import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
+import { LicenseServerError } from './errors.js';
+import { generateLicenseKey, licenseKeyPrefix, normalizeLicenseKey } from './license-key.js';
+import { checkLimit, checkOffset } from './paging.js';
+import { isUniqueViolation } from './storage/errors.js';
+import type { Database, Queryable, Row, SqlValue } from './storage/types.js';
+import { asBool, asBytesOrNull, asIntOrNull, asIso } from './storage/values.js';
+import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from './validate.js';
+
+export const LICENSE_TYPES = ['time_based', 'usage_based', 'hybrid'] as const;
+export type LicenseType = (typeof LICENSE_TYPES)[number];
+
+export interface LicenseEntitlement {
+  readonly code: string;
+  readonly name: string;
+  readonly usage_limit: number | null;
+}
+
+export interface License {
+  readonly id: string;
+  readonly key: string;
+  readonly key_prefix: string;
+  readonly customer_id: string;
+  readonly customer_name: string;
+  readonly customer_active: boolean;
+  readonly type: LicenseType;
+  readonly active: boolean;
+  readonly valid_from: string;
+  readonly valid_until: string;
+  readonly has_decryption_key: boolean;
+  /** Sorted by code (code point order, the same on every engine). */
+  readonly entitlements: readonly LicenseEntitlement[];
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export interface EntitlementGrant {
+  readonly code: string;
+  readonly usageLimit: number | null;
+}
+
+export interface NewLicense {
+  readonly customerId: string;
+  readonly type: string;
+  readonly validFrom?: Date | string;
+  readonly validUntil: Date | string;
+  readonly entitlements?: readonly EntitlementGrant[];
+  readonly withDecryptionKey?: boolean;
+}
+
+export function parseLicenseType(type: string): LicenseType {
+  if (!(LICENSE_TYPES as readonly string[]).includes(type)) {
+    throw new LicenseServerError('INVALID_LICENSE_TYPE', `invalid license type ${describe(type)}`);
+  }
+  return type as LicenseType;
+}
+
+/** Parses the CLI's `CODE[:LIMIT]` form of an entitlement grant. */
+export function parseEntitlementGrant(spec: string): EntitlementGrant {
+  const separator = spec.lastIndexOf(':');
+  const code = separator === -1 ? spec : spec.slice(0, separator);
+  const limitText = separator === -1 ? undefined : spec.slice(separator + 1);
+  parseEntitlementCode(code);
+  if (limitText === undefined) return { code, usageLimit: null };
+  return { code, usageLimit: parseUsageLimit(limitText, code) };
+}
+
+function parseUsageLimit(value: string | number | null, code: string): number | null {
+  if (value === null) return null;
+  const number = typeof value === 'number' ? value : /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(number) || number < 0) {
+    throw new LicenseServerError('INVALID_INPUT', `usage limit of ${code} must be a non-negative integer, got ${describe(String(value))}`);
+  }
+  return number;
+}
+
+export async function createLicense(db: Database, input: NewLicense, context: OperationContext): Promise<License> {
+  const type = parseLicenseType(input.type);
+  const customerId = parseUuid(input.customerId, 'customer id');
+  const at = now(context);
+  const validFrom = truncateToSeconds(input.validFrom === undefined ? at : toDate(input.validFrom, 'valid_from', false));
+  const validUntil = truncateToSeconds(toDate(input.validUntil, 'valid_until', true));
+  if (validUntil.getTime() <= at.getTime()) {
+    throw new LicenseServerError('INVALID_VALIDITY', `valid_until ${validUntil.toISOString()} is in the past`);
+  }
+  if (validUntil.getTime() <= validFrom.getTime()) {
+    throw new LicenseServerError('INVALID_VALIDITY', `valid_until ${validUntil.toISOString()} is not after valid_from ${validFrom.toISOString()}`);
+  }
+  const grants = input.entitlements ?? [];
+  const seen = new Set<string>();
+  for (const grant of grants) {
+    parseEntitlementCode(grant.code);
+    parseUsageLimit(grant.usageLimit, grant.code);
+    if (seen.has(grant.code)) throw new LicenseServerError('INVALID_INPUT', `entitlement ${describe(grant.code)} is given twice`);
+    seen.add(grant.code);
+  }
+  const decryptionKey = input.withDecryptionKey ? randomBytes(32) : null;
+
+  for (let attempt = 1; ; attempt += 1) {
+    const id = randomUUID();
+    const key = generateLicenseKey();
+    try {
+      return await db.transaction(async (tx) => {
+        await getCustomer(tx, customerId);
+        const resolved = [];
+        for (const grant of grants) resolved.push({ entitlement: await getEntitlementByCode(tx, grant.code), usageLimit: grant.usageLimit });
+        const stamp = at.toISOString();
+        await tx.execute(
+          `INSERT INTO licenses (id, license_key, customer_id, type, active, valid_from, valid_until, decryption_key, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [id, key, customerId, type, true, validFrom.toISOString(), validUntil.toISOString(), decryptionKey, stamp, stamp],
+        );
+        for (const { entitlement, usageLimit } of resolved) {
+          await tx.execute('INSERT INTO license_entitlements (license_id, entitlement_id, usage_limit) VALUES (?, ?, ?)', [
+            id, entitlement.id, usageLimit,
+          ]);
+        }
+        await recordAudit(tx, context, {
+          action: 'license.created',
+          entityType: 'license',
+          entityId: id,
+          details: {
+            key_prefix: licenseKeyPrefix(key),
+            customer_id: customerId,
+            type,
+            valid_from: validFrom.toISOString(),
+            valid_until: validUntil.toISOString(),
+            entitlements: grants.map((grant) => ({ code: grant.code, usage_limit: grant.usageLimit })),
+            has_decryption_key: decryptionKey !== null,
+          },
+        });
+        return getLicense(tx, id);
+      });
+    } catch (error) {
+      // A 140-bit key colliding is all but impossible; retrying costs nothing if it does.
+      if (isUniqueViolation(error) && attempt < 3) continue;
+      throw error;
+    }
+  }
+}
+
+function toDate(value: Date | string, what: string, endOfDay: boolean): Date {
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new LicenseServerError('INVALID_DATE', `${what} is not a valid date`);
+    return value;
+  }
+  return parseTimestamp(value, what, { endOfDay });
+}
+
+const SELECT = `SELECT l.id, l.license_key, l.customer_id, c.name AS customer_name, c.active AS customer_active,
+  l.type, l.active, l.valid_from, l.valid_until, l.decryption_key IS NOT NULL AS has_decryption_key,
+  l.created_at, l.updated_at
+  FROM licenses l JOIN customers c ON c.id = l.customer_id`;
+
+/** Finds a license by its id or by its key (typed loosely: case, spaces and look-alikes forgiven). */
+export async function getLicense(db: Queryable, reference: string): Promise<License> {
+  const rows = await db.query(`${SELECT} WHERE ${licenseWhere(reference)}`, [licenseParam(reference)]);
+  if (!rows[0]) throw new LicenseServerError('LICENSE_NOT_FOUND', `no license matches ${describeReference(reference)}`);
+  const [license] = await withEntitlements(db, rows);
+  return license!;
+}
+
+/** The license's 32-byte decryption key, or null when it has none. Never log the result. */
+export async function getLicenseDecryptionKey(db: Queryable, reference: string): Promise<Buffer | null> {
+  const rows = await db.query(`SELECT decryption_key FROM licenses l WHERE ${licenseWhere(reference)}`, [licenseParam(reference)]);
+  if (!rows[0]) throw new LicenseServerError('LICENSE_NOT_FOUND', `no license matches ${describeReference(reference)}`);
+  return asBytesOrNull(rows[0].decryption_key);
+}
+
+export interface LicenseFilter {
+  readonly customerId?: string;
+  readonly active?: boolean;
+  readonly type?: string;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** Oldest first, so that paging with offset is stable while licenses are added. */
+export async function listLicenses(db: Queryable, filter: LicenseFilter = {}): Promise<License[]> {
+  const where: string[] = [];
+  const params: SqlValue[] = [];
+  if (filter.customerId !== undefined) {
+    where.push('l.customer_id = ?');
+    params.push(parseUuid(filter.customerId, 'customer id'));
+  }
+  if (filter.active !== undefined) {
+    where.push('l.active = ?');
+    params.push(filter.active);
+  }
+  if (filter.type !== undefined) {
+    where.push('l.type = ?');
+    params.push(parseLicenseType(filter.type));
+  }
+  const limit = checkLimit(filter.limit ?? 100);
+  const offset = checkOffset(filter.offset ?? 0);
+  const rows = await db.query(
+    `${SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY l.created_at, l.id LIMIT ${limit} OFFSET ${offset}`,
+    params,
+  );
+  return withEntitlements(db, rows);
+}
+
+/** Activates or deactivates; audited only when the state actually changes. */
+export async function setLicenseActive(db: Database, reference: string, active: boolean, context: OperationContext): Promise<License> {
+  return db.transaction(async (tx) => {
+    const before = await getLicense(tx, reference);
+    if (before.active === active) return before;
+    await tx.execute('UPDATE licenses SET active = ?, updated_at = ? WHERE id = ?', [active, now(context).toISOString(), before.id]);
+    await recordAudit(tx, context, {
+      action: active ? 'license.activated' : 'license.deactivated',
+      entityType: 'license',
+      entityId: before.id,
+    });
+    return getLicense(tx, before.id);
+  });
+}
+
+function licenseWhere(reference: string): string {
+  return isUuid(reference) ? 'l.id = ?' : 'l.license_key = ?';
+}
+
+function licenseParam(reference: string): string {
+  if (isUuid(reference)) return reference.toLowerCase();
+  const key = normalizeLicenseKey(reference);
+  if (!key) {
+    throw new LicenseServerError('INVALID_ID', `expected a license id (UUID) or a license key, got ${describeReference(reference)}`);
+  }
+  return key;
+}
+
+/** Never echoes a whole license key back: error text can end up in logs. */
+function describeReference(reference: string): string {
+  if (isUuid(reference)) return `id ${reference.toLowerCase()}`;
+  return normalizeLicenseKey(reference) ? `the key ${licenseKeyPrefix(normalizeLicenseKey(reference)!)}...` : 'that reference';
+}
+
+const IN_CHUNK = 500;
+
+async function withEntitlements(db: Queryable, rows: Row[]): Promise<License[]> {
+  const byLicense = new Map<string, LicenseEntitlement[]>();
+  const ids = rows.map((row) => String(row.id));
+  for (let i = 0; i < ids.length; i += IN_CHUNK) {
+    const chunk = ids.slice(i, i + IN_CHUNK);
+    const grants = await db.query(
+      `SELECT le.license_id, e.code, e.name, le.usage_limit FROM license_entitlements le
+       JOIN entitlements e ON e.id = le.entitlement_id WHERE le.license_id IN (${chunk.map(() => '?').join(', ')})`,
+      chunk,
+    );
+    for (const grant of grants) {
+      const list = byLicense.get(String(grant.license_id)) ?? [];
+      list.push({ code: String(grant.code), name: String(grant.name), usage_limit: asIntOrNull(grant.usage_limit) });
+      byLicense.set(String(grant.license_id), list);
+    }
+  }
+  return rows.map((row) => {
+    const key = String(row.license_key);
+    const entitlements = (byLicense.get(String(row.id)) ?? []).sort((a, b) => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0));
+    return {
+      id: String(row.id),
+      key,
+      key_prefix: licenseKeyPrefix(key),
+      customer_id: String(row.customer_id),
+      customer_name: String(row.customer_name),
+      customer_active: asBool(row.customer_active),
+      type: String(row.type) as LicenseType,
+      active: asBool(row.active),
+      valid_from: asIso(row.valid_from),
+      valid_until: asIso(row.valid_until),
+      has_decryption_key: asBool(row.has_decryption_key),
+      entitlements,
+      created_at: asIso(row.created_at),
+      updated_at: asIso(row.updated_at),
+    };
+  });
+}
