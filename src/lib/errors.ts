@@ -26,7 +26,7 @@ interface ErrorSpec {
 export const ERROR_TABLE = {
   INTERNAL: { exit: EXIT.internal, http: 500, hint: 'This is a bug; please report it with the command that caused it.' },
   USAGE: { exit: EXIT.usage, http: 400, hint: 'See --help for the accepted flags and arguments.' },
-  INVALID_INPUT: { exit: EXIT.usage, http: 400 },
+  INVALID_INPUT: { exit: EXIT.usage, http: 400, hint: 'Check the value named above; --help shows the accepted forms.' },
   INVALID_ID: { exit: EXIT.usage, http: 400, hint: 'Ids are UUIDs such as 0b6c4f8e-3a1d-4e8e-9c2b-5f0d7a1e2c3b.' },
   INVALID_DATE: {
     exit: EXIT.usage,

@@ -10,84 +10,108 @@ type Statement = BetterSqlite3.Statement<unknown[], Row>;
 const BUSY_TIMEOUT_MS = 5000;
 
 /**
- * better-sqlite3 behind the async Database interface. The driver is synchronous and one
- * connection serves the whole process, so transactions are serialised by a promise queue:
- * while one is open, other callers wait instead of running inside it.
+ * better-sqlite3 behind the async Database interface. The driver is synchronous, so a
+ * second connection to the same file in the same process would block the event loop on
+ * the first one's write lock forever. Every open of one file in a process therefore shares
+ * one connection, and its transactions are serialised by a promise queue: while one is
+ * open, other callers wait instead of running inside it. Other processes are kept apart
+ * by SQLite's own locking (BEGIN IMMEDIATE plus a busy timeout).
  */
 export class SqliteDatabase implements Database {
   readonly engine = 'sqlite' as const;
   readonly location: string;
-  private readonly db: BetterSqlite3.Database;
-  private readonly statements = new Map<string, Statement>();
-  private queue: Promise<unknown> = Promise.resolve();
-  private readonly direct: Queryable;
+  private closed = false;
 
-  private constructor(file: string, db: BetterSqlite3.Database) {
-    this.location = file;
-    this.db = db;
-    this.direct = {
-      query: async <R extends Row>(sql: string, params?: readonly SqlValue[]) => this.all(sql, params) as R[],
-      execute: async (sql: string, params?: readonly SqlValue[]) => this.run(sql, params),
-    };
+  private constructor(private readonly connection: SharedConnection) {
+    this.location = connection.file;
   }
 
   /** Opens (creating it 0600 in a 0700 directory when missing) the database file. */
   static open(file: string): SqliteDatabase {
-    const unavailable = (error: unknown): never => {
-      throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot open the SQLite database ${file}: ${describeFsError(error)}`, {
-        cause: error,
-      });
-    };
-    try {
-      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-      // SQLite gives the -wal and -shm files the mode of the main file, so this covers all three.
-      closeSync(openSync(file, 'a', 0o600));
-    } catch (error) {
-      unavailable(error);
+    const key = path.resolve(file);
+    let connection = connections.get(key);
+    if (!connection) {
+      connection = new SharedConnection(key, openConnection(key));
+      connections.set(key, connection);
     }
-    let db: BetterSqlite3.Database;
-    try {
-      db = new BetterSqlite3(file, { timeout: BUSY_TIMEOUT_MS });
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
-      db.pragma('foreign_keys = ON');
-    } catch (error) {
-      return unavailable(error);
-    }
-    return new SqliteDatabase(file, db);
+    connection.handles += 1;
+    return new SqliteDatabase(connection);
   }
 
   query<R extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<R[]> {
-    return this.serialised(() => this.all(sql, params) as R[]);
+    return this.live().serialised(() => this.connection.all(sql, params) as R[]);
   }
 
   execute(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.serialised(() => this.run(sql, params));
+    return this.live().serialised(() => this.connection.run(sql, params));
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.serialised(async () => {
-      this.run('BEGIN IMMEDIATE');
+    const connection = this.live();
+    return connection.serialised(async () => {
+      connection.run('BEGIN IMMEDIATE');
       try {
-        const result = await fn(this.direct);
-        this.run('COMMIT');
+        const result = await fn(connection.direct);
+        connection.run('COMMIT');
         return result;
       } catch (error) {
-        if (this.db.inTransaction) this.run('ROLLBACK');
+        if (connection.db.inTransaction) connection.run('ROLLBACK');
         throw error;
       }
     });
   }
 
   async close(): Promise<void> {
-    await this.queue.catch(() => undefined);
-    if (this.db.open) this.db.close();
+    if (this.closed) return;
+    this.closed = true;
+    const connection = this.connection;
+    connection.handles -= 1;
+    if (connection.handles > 0) return;
+    connections.delete(connection.file);
+    await connection.queue.catch(() => undefined);
+    if (connection.db.open) connection.db.close();
   }
 
-  private serialised<T>(work: () => T | Promise<T>): Promise<T> {
+  private live(): SharedConnection {
+    if (this.closed) throw new Error('database handle used after close()');
+    return this.connection;
+  }
+}
+
+const connections = new Map<string, SharedConnection>();
+
+class SharedConnection {
+  handles = 0;
+  queue: Promise<unknown> = Promise.resolve();
+  readonly direct: Queryable;
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(
+    readonly file: string,
+    readonly db: BetterSqlite3.Database,
+  ) {
+    this.direct = {
+      query: async <R extends Row>(sql: string, params?: readonly SqlValue[]) => this.all(sql, params) as R[],
+      execute: async (sql: string, params?: readonly SqlValue[]) => this.run(sql, params),
+    };
+  }
+
+  serialised<T>(work: () => T | Promise<T>): Promise<T> {
     const next = this.queue.then(work, work);
     this.queue = next.catch(() => undefined);
     return next;
+  }
+
+  all(sql: string, params: readonly SqlValue[] = []): Row[] {
+    const statement = this.prepare(sql);
+    const bound = params.map(toSqlite);
+    return translateErrors(() => (statement.reader ? statement.all(...bound) : (statement.run(...bound), [])));
+  }
+
+  run(sql: string, params: readonly SqlValue[] = []): number {
+    const statement = this.prepare(sql);
+    const bound = params.map(toSqlite);
+    return translateErrors(() => (statement.reader ? (statement.all(...bound), 0) : statement.run(...bound).changes));
   }
 
   private prepare(sql: string): Statement {
@@ -98,17 +122,30 @@ export class SqliteDatabase implements Database {
     }
     return statement;
   }
+}
 
-  private all(sql: string, params: readonly SqlValue[] = []): Row[] {
-    const statement = this.prepare(sql);
-    const bound = params.map(toSqlite);
-    return translateErrors(() => (statement.reader ? statement.all(...bound) : (statement.run(...bound), [])));
+function openConnection(file: string): BetterSqlite3.Database {
+  const unavailable = (error: unknown): never => {
+    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot open the SQLite database ${file}: ${describeFsError(error)}`, {
+      cause: error,
+    });
+  };
+  try {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    // SQLite gives the -wal and -shm files the mode of the main file, so this covers all three.
+    closeSync(openSync(file, 'a', 0o600));
+  } catch (error) {
+    unavailable(error);
   }
-
-  private run(sql: string, params: readonly SqlValue[] = []): number {
-    const statement = this.prepare(sql);
-    const bound = params.map(toSqlite);
-    return translateErrors(() => (statement.reader ? (statement.all(...bound), 0) : statement.run(...bound).changes));
+  try {
+    const db = new BetterSqlite3(file, { timeout: BUSY_TIMEOUT_MS });
+    db.pragma('journal_mode = WAL');
+    // In WAL mode NORMAL never corrupts; a power cut may lose the last commits, a crash does not.
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    return db;
+  } catch (error) {
+    return unavailable(error);
   }
 }
 
