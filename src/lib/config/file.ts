@@ -34,8 +34,11 @@ async function parseYaml(text: string, file: string): Promise<unknown> {
   const problem = doc.errors[0];
   if (problem) {
     const firstLine = (problem.message.split('\n')[0] ?? problem.code).replace(/ at line \d+, column \d+.*$/, '');
-    const position = problem.linePos?.[0];
-    const where = position ? ` at line ${position.line}, column ${position.col}` : '';
+    const offset = problem.pos[0];
+    const before = text.slice(0, offset);
+    const line = before.split('\n').length;
+    const column = offset - before.lastIndexOf('\n');
+    const where = ` at line ${line}, column ${column}`;
     throw new LicenseServerError('CONFIG_PARSE_ERROR', `malformed YAML in ${file}${where}: ${firstLine}`);
   }
   return doc.toJS();
