@@ -1,7 +1,7 @@
 // Compiles src/ to dist/ and writes oclif.manifest.json, which lets the CLI answer --help
 // and --version without importing every command module.
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -17,3 +17,10 @@ const run = (name, args, stdio) => {
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 run('tsc', ['-p', 'tsconfig.json'], 'inherit');
 run('oclif', ['manifest'], ['ignore', 'ignore', 'inherit']);
+
+// oclif lists commands in the order their modules finished loading, which varies from run
+// to run; sorted, the committed manifest only changes when a command does.
+const manifestUrl = new URL('../oclif.manifest.json', import.meta.url);
+const manifest = JSON.parse(readFileSync(manifestUrl, 'utf8'));
+manifest.commands = Object.fromEntries(Object.entries(manifest.commands).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+writeFileSync(manifestUrl, `${JSON.stringify(manifest, null, 2)}\n`);

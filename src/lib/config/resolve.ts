@@ -40,7 +40,7 @@ export interface ResolvedConfig {
 export interface ConfigInputs {
   /** Flag values keyed by setting key (`server.port`), already typed by the CLI parser. */
   readonly flags?: Readonly<Record<string, string | number | boolean | undefined>>;
-  /** Usually process.env; only LICENSE_* names are read. */
+  /** Usually the process environment; only LICENSE_* names are read. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** --config; falls back to LICENSE_CONFIG, then <data_dir>/config.yaml when that exists. */
   readonly configPath?: string;
