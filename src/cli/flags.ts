@@ -4,3 +4,9 @@ export const pagingFlags = {
   limit: Flags.integer({ description: 'At most this many rows (1-10000).', default: 100 }),
   offset: Flags.integer({ description: 'Skip this many rows.', default: 0 }),
 };
+
+/** The listener's flags, shared by `serve` and `config show` (which shows their effect). */
+export const serverFlags = {
+  host: Flags.string({ description: 'Address to listen on (default: LICENSE_HOST or 127.0.0.1).' }),
+  port: Flags.integer({ description: 'Port to listen on (default: LICENSE_PORT or 8080).', min: 0, max: 65535 }),
+};

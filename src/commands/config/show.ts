@@ -1,4 +1,5 @@
 import { BaseCommand } from '../../cli/base-command.js';
+import { serverFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { displayEntries } from '../../lib/config/resolve.js';
 
@@ -9,6 +10,7 @@ interface ConfigView {
 
 export default class ConfigShow extends BaseCommand<typeof ConfigShow> {
   static override description = 'Print the effective settings and where each comes from (secrets redacted).';
+  static override flags = { ...serverFlags };
 
   async run(): Promise<ConfigView> {
     const config = await this.resolveConfig();
