@@ -8,7 +8,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (name) => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
 const run = (name, args, stdio) => {
   try {
-    execFileSync(bin(name), args, { cwd: root, stdio });
+    // The oclif dev tool would otherwise nag about its Node 22 majors on every build.
+    execFileSync(bin(name), args, { cwd: root, stdio, env: { ...process.env, OCLIF_SKIP_NEW_VERSION_CHECK: 'true' } });
   } catch (error) {
     console.error(`build: ${name} ${args.join(' ')} failed`);
     process.exit(error.status ?? 1);

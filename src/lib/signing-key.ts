@@ -33,6 +33,13 @@ export async function ensureSigningKey(db: Database, context: OperationContext):
   return describeKey(pair.id, pair.publicKey, rows[0]!);
 }
 
+/** The current key's public description, or undefined when none has been generated yet. */
+export async function findSigningKey(db: Database): Promise<SigningKeyInfo | undefined> {
+  const rows = await db.query('SELECT id, public_key, created_at FROM signing_keys WHERE is_current = ?', [true]);
+  const row = rows[0];
+  return row ? describeKey(String(row.id), new Uint8Array(asBytesOrNull(row.public_key)!), row) : undefined;
+}
+
 export async function loadSigningKeyPair(db: Database, context: OperationContext): Promise<SigningKeyPair> {
   const existing = await readCurrent(db);
   if (existing) return existing;

@@ -67,6 +67,13 @@ export function describe(value: unknown): string {
   return JSON.stringify(shown);
 }
 
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** True when the text holds half a surrogate pair, which has no UTF-8 encoding. */
+export function hasLoneSurrogate(value: string): boolean {
+  return LONE_SURROGATE.test(value);
+}
+
 export function requireNonEmpty(value: string | undefined, what: string, maxLength = 200): string {
   const trimmed = (value ?? '').trim();
   if (trimmed.length === 0) {
@@ -78,6 +85,10 @@ export function requireNonEmpty(value: string | undefined, what: string, maxLeng
   // Control characters would corrupt tables, logs and terminals.
   if (/[\u0000-\u001f\u007f]/.test(trimmed)) {
     throw new LicenseServerError('INVALID_INPUT', `${what} must not contain control characters`);
+  }
+  // A lone surrogate cannot be encoded as UTF-8, so it could never be signed into a license file.
+  if (hasLoneSurrogate(trimmed)) {
+    throw new LicenseServerError('INVALID_INPUT', `${what} must be well-formed Unicode text`);
   }
   return trimmed;
 }

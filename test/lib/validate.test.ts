@@ -34,3 +34,11 @@ describe('input validation', () => {
     assert.throws(() => requireNonEmpty('a\nb', 'name'), /control characters/);
   });
 });
+
+describe('names with lone surrogates', () => {
+  it('are refused, since they cannot be written as UTF-8 into a license file', () => {
+    assert.throws(() => requireNonEmpty('Acme \ud800', 'name'), /well-formed Unicode/);
+    assert.throws(() => requireNonEmpty('\udc00 Acme', 'name'), /well-formed Unicode/);
+    assert.equal(requireNonEmpty('Acme 🚀', 'name'), 'Acme 🚀');
+  });
+});

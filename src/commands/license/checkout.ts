@@ -1,0 +1,60 @@
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { LicenseServerError } from '../../lib/errors.js';
+import { checkoutLicense, type CheckoutResult } from '../../lib/offline/checkout.js';
+import { getSigner } from '../../lib/offline/signer.js';
+import { writeLicenseFile } from '../../lib/offline/write.js';
+
+export default class LicenseCheckout extends BaseCommand<typeof LicenseCheckout> {
+  static override description = `Check a license out to a signed .lic file for offline use.
+The file is written as .partial, fsynced, renamed and the directory fsynced, then read back and verified before this reports success, so a USB stick holds a complete, valid file when the command returns.`;
+  static override examples = [
+    '<%= config.bin %> license checkout 7KQ2-M9XD-1RTV-... --ttl-days 90 --hardware-id "$HWID" --out /media/usb',
+    '<%= config.bin %> license checkout <license-id> --ttl-days 30 --out - > license.lic',
+  ];
+  static override args = { license: Args.string({ description: 'License id (UUID) or license key.', required: true }) };
+  static override flags = {
+    'ttl-days': Flags.string({ description: 'Days the file stays valid, 1-365 (never past the license\'s own end).', required: true }),
+    'hardware-id': Flags.string({ description: 'Bind the file to this machine (required for a license with a decryption key).' }),
+    out: Flags.string({ description: 'File or existing directory to write to, or - for standard output.', default: '.' }),
+    force: Flags.boolean({ description: 'Replace an existing file.', default: false }),
+  };
+
+  async run(): Promise<CheckoutResult> {
+    const { flags } = this;
+    if (flags.out === '-' && this.jsonEnabled()) throw new LicenseServerError('USAGE', '--out - and --json both want standard output');
+    // Decided before the checkout, so that a refused target leaves no audit entry behind.
+    const directory = flags.out !== '-' && (await isDirectory(flags.out));
+    if (flags.out !== '-' && !directory && !flags.force && (await isDirectory(flags.out, true))) {
+      throw new LicenseServerError('FILE_EXISTS', `${path.resolve(flags.out)} already exists`);
+    }
+    const ttlDays = /^-?\d+$/.test(flags['ttl-days']) ? Number(flags['ttl-days']) : flags['ttl-days'];
+    const hardwareId = flags['hardware-id'];
+    return this.withDatabase(async (db, config) => {
+      const context = { ...this.operationContext(), issuer: config.settings.issuer };
+      const result = await checkoutLicense(db, this.args.license, { ttlDays, hardwareId }, context);
+      if (flags.out === '-') {
+        process.stdout.write(result.license_file);
+        return result;
+      }
+      const target = directory ? path.join(flags.out, result.filename) : flags.out;
+      const { publicKey } = await getSigner(db, context);
+      await writeLicenseFile(target, result.license_file, { publicKey, hardwareId, overwrite: flags.force });
+      this.say(`Wrote ${path.resolve(target)} (${result.license_file.length} bytes), read back and verified.`);
+      this.say(`Valid until ${result.valid_until}${hardwareId === undefined ? ', not bound to a machine' : `, bound to hardware ID ${JSON.stringify(hardwareId)}`}.`);
+      return result;
+    });
+  }
+}
+
+/** With `anything`, true when the path exists at all. */
+async function isDirectory(file: string, anything = false): Promise<boolean> {
+  try {
+    const stats = await stat(file);
+    return anything || stats.isDirectory();
+  } catch {
+    return false;
+  }
+}

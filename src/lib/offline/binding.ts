@@ -1,0 +1,80 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { hkdf } from '@noble/hashes/hkdf.js';
+import { sha256 } from '@noble/hashes/sha2.js';
+import { LicenseServerError } from '../errors.js';
+import { hasLoneSurrogate } from '../validate.js';
+import { decodeBase64Strict, encodeBase64 } from './base64.js';
+
+/**
+ * Hardware binding of a license's decryption key (docs/offline-license-format.md, section
+ * "Hardware binding"): the key is sealed with AES-256-GCM under
+ * HKDF-SHA256(IKM = hardware ID, salt = license id, info = BINDING_INFO), all UTF-8.
+ */
+export const BINDING_INFO = 'license-server/v1/offline-decryption-key';
+export const NONCE_LENGTH = 12;
+export const TAG_LENGTH = 16;
+export const DECRYPTION_KEY_LENGTH = 32;
+export const SEALED_KEY_LENGTH = NONCE_LENGTH + DECRYPTION_KEY_LENGTH + TAG_LENGTH;
+export const MAX_HARDWARE_ID_LENGTH = 256;
+
+const utf8 = new TextEncoder();
+
+/** RFC 5869 HKDF with SHA-256, 32 bytes out. */
+export function deriveBindingKey(hardwareId: string, licenseId: string): Uint8Array {
+  return hkdf(sha256, utf8.encode(hardwareId), utf8.encode(licenseId), utf8.encode(BINDING_INFO), 32);
+}
+
+/** Base64 of nonce || ciphertext || tag. The nonce is random unless a test fixes it. */
+export function sealDecryptionKey(
+  decryptionKey: Uint8Array,
+  hardwareId: string,
+  licenseId: string,
+  nonce: Uint8Array = randomBytes(NONCE_LENGTH),
+): string {
+  if (decryptionKey.length !== DECRYPTION_KEY_LENGTH) throw new TypeError('decryption key: expected 32 bytes');
+  if (nonce.length !== NONCE_LENGTH) throw new TypeError('nonce: expected 12 bytes');
+  const cipher = createCipheriv('aes-256-gcm', deriveBindingKey(hardwareId, licenseId), nonce);
+  const ciphertext = Buffer.concat([cipher.update(decryptionKey), cipher.final()]);
+  return encodeBase64(Buffer.concat([nonce, ciphertext, cipher.getAuthTag()]));
+}
+
+/**
+ * Opens a sealed key with this machine's hardware ID. Any failure, including a different
+ * hardware ID, is DECRYPTION_FAILED: GCM cannot tell a wrong key from tampering.
+ */
+export function unsealDecryptionKey(encryptedKey: string, hardwareId: string, licenseId: string): Uint8Array {
+  const sealed = decodeBase64Strict(encryptedKey);
+  if (!sealed || sealed.length !== SEALED_KEY_LENGTH) {
+    throw new LicenseServerError('DECRYPTION_FAILED', 'failed to decrypt license key: the sealed key has the wrong length');
+  }
+  const nonce = sealed.subarray(0, NONCE_LENGTH);
+  const ciphertext = sealed.subarray(NONCE_LENGTH, NONCE_LENGTH + DECRYPTION_KEY_LENGTH);
+  const tag = sealed.subarray(NONCE_LENGTH + DECRYPTION_KEY_LENGTH);
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', deriveBindingKey(hardwareId, licenseId), nonce);
+    decipher.setAuthTag(tag);
+    // 32 bytes in one update: nothing is used before final() has checked the tag.
+    const plaintext = Buffer.concat([decipher.update(ciphertext), decipher.final()]);
+    return new Uint8Array(plaintext);
+  } catch {
+    throw new LicenseServerError('DECRYPTION_FAILED', 'failed to decrypt license key');
+  }
+}
+
+/** A hardware ID as accepted at checkout and by verification: 1-256 characters, no controls. */
+export function parseHardwareId(value: unknown): string {
+  if (typeof value !== 'string') {
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be a string, got ${value === null ? 'null' : typeof value}`);
+  }
+  if (value.length === 0) throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not be empty');
+  if (value.length > MAX_HARDWARE_ID_LENGTH) {
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be at most ${MAX_HARDWARE_ID_LENGTH} characters, got ${value.length}`);
+  }
+  if (/[\u0000-\u001f\u007f-\u009f]/.test(value)) {
+    throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not contain control characters');
+  }
+  if (hasLoneSurrogate(value)) {
+    throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must be well-formed Unicode text');
+  }
+  return value;
+}

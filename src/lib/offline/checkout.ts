@@ -1,0 +1,124 @@
+import { recordAudit } from '../audit.js';
+import { now, type OperationContext } from '../context.js';
+import { LicenseServerError } from '../errors.js';
+import { getLicense, getLicenseDecryptionKey } from '../licenses.js';
+import type { Database } from '../storage/types.js';
+import { toRfc3339Seconds, truncateToSeconds } from '../validate.js';
+import { parseHardwareId, sealDecryptionKey } from './binding.js';
+import { canonicalPayloadBytes, encodeLicenseFile, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
+import { getSigner } from './signer.js';
+
+export const MIN_TTL_DAYS = 1;
+export const MAX_TTL_DAYS = 365;
+const DAY_MS = 86_400_000;
+
+export interface CheckoutRequest {
+  /** Whole days, 1-365. `unknown` because it arrives from JSON and flags: the type is checked here. */
+  readonly ttlDays: unknown;
+  readonly hardwareId?: unknown;
+}
+
+/** Spec section 2.3, with `license_file` being the file's own text (already Base64). */
+export interface CheckoutResult {
+  readonly license_file: string;
+  readonly filename: string;
+  readonly valid_until: string;
+}
+
+export interface CheckoutContext extends OperationContext {
+  /** Written into the file as `issuer` (setting `issuer`). */
+  readonly issuer: string;
+}
+
+export function parseTtlDays(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    const shown = typeof value === 'string' ? `the string ${JSON.stringify(value.slice(0, 20))}` : value === undefined ? 'nothing' : String(value);
+    throw new LicenseServerError('INVALID_TTL_DAYS', `ttl_days must be an integer from ${MIN_TTL_DAYS} to ${MAX_TTL_DAYS}, got ${shown}`);
+  }
+  if (value < MIN_TTL_DAYS || value > MAX_TTL_DAYS) {
+    throw new LicenseServerError('INVALID_TTL_DAYS', `ttl_days must be from ${MIN_TTL_DAYS} to ${MAX_TTL_DAYS}, got ${value}`);
+  }
+  return value;
+}
+
+/**
+ * Turns a license into a signed `.lic` file (spec 4.2):
+ * 1. valid_until = min(now + ttl_days, license.valid_until);
+ * 2. a license with a decryption key needs a hardware ID (HARDWARE_ID_REQUIRED);
+ * 3. license and customer must both be active;
+ * 4. the checkout is audited, in the same transaction that reads the license;
+ * 5. the decryption key, if any, is sealed for the hardware ID.
+ * The file starts being valid at the license's own valid_from, not at checkout time, so a
+ * client whose clock runs a little behind the server's can use a file at once.
+ * Everything is checked before anything is written: a refused checkout leaves no trace.
+ */
+export async function checkoutLicense(
+  db: Database,
+  reference: string,
+  request: CheckoutRequest,
+  context: CheckoutContext,
+): Promise<CheckoutResult> {
+  const ttlDays = parseTtlDays(request.ttlDays);
+  const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
+  const signer = await getSigner(db, context);
+  return db.transaction(async (tx) => {
+    const license = await getLicense(tx, reference);
+    if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);
+    if (!license.customer_active) {
+      throw new LicenseServerError('CUSTOMER_INACTIVE', `customer ${license.customer_id} of license ${license.id} is not active`);
+    }
+    const issuedAt = truncateToSeconds(now(context));
+    const licenseEnd = new Date(license.valid_until);
+    if (licenseEnd.getTime() <= issuedAt.getTime()) {
+      throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${toRfc3339Seconds(licenseEnd)}`, {
+        hint: 'Extend or replace the license before checking it out.',
+      });
+    }
+    const decryptionKey = license.has_decryption_key ? await getLicenseDecryptionKey(tx, license.id) : null;
+    if (decryptionKey && hardwareId === undefined) {
+      throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} has a decryption key, so a hardware_id is required`);
+    }
+    const validUntil = new Date(Math.min(issuedAt.getTime() + ttlDays * DAY_MS, licenseEnd.getTime()));
+    const payload: LicenseFilePayload = {
+      version: LICENSE_FILE_VERSION,
+      license_id: license.id,
+      license_key_prefix: license.key_prefix,
+      customer_name: license.customer_name,
+      license_type: license.type,
+      valid_from: toRfc3339Seconds(new Date(license.valid_from)),
+      valid_until: toRfc3339Seconds(validUntil),
+      hardware_id: hardwareId ?? '',
+      entitlements: license.entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit })),
+      ...(decryptionKey && hardwareId !== undefined ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
+      issued_at: toRfc3339Seconds(issuedAt),
+      issuer: context.issuer,
+    };
+    decryptionKey?.fill(0);
+    const licenseFile = encodeLicenseFile(payload, signer.sign(canonicalPayloadBytes(payload)));
+    await recordAudit(tx, context, {
+      action: 'license.checked_out',
+      entityType: 'license',
+      entityId: license.id,
+      details: {
+        ttl_days: ttlDays,
+        valid_until: payload.valid_until,
+        issued_at: payload.issued_at,
+        hardware_id: hardwareId ?? null,
+        encrypted_key: payload.encrypted_key !== undefined,
+        signing_key_id: signer.keyId,
+      },
+    });
+    return {
+      license_file: licenseFile,
+      filename: suggestedFilename(payload),
+      valid_until: payload.valid_until,
+    };
+  });
+}
+
+/** `license-7KQ2-M9X-20261122T101500Z.lic`: the key prefix and issue time, safe on any file system. */
+export function suggestedFilename(payload: Pick<LicenseFilePayload, 'license_key_prefix' | 'issued_at'>): string {
+  const stamp = payload.issued_at.replace(/[-:]/g, '');
+  const prefix = payload.license_key_prefix.replace(/[^A-Za-z0-9-]/g, '_');
+  return `license-${prefix}-${stamp}.lic`;
+}

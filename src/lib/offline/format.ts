@@ -1,0 +1,187 @@
+import canonicalize from 'canonicalize';
+import { LicenseServerError } from '../errors.js';
+import { decodeBase64Strict, encodeBase64 } from './base64.js';
+import { MAX_HARDWARE_ID_LENGTH, SEALED_KEY_LENGTH } from './binding.js';
+
+/**
+ * The `.lic` file, format version 1, as pinned in docs/offline-license-format.md:
+ *
+ *   file      = Base64(UTF-8(JCS(payload + {"signature": Base64(sig)}))) LF
+ *   sig       = Ed25519(signing key, UTF-8(JCS(payload)))
+ *
+ * JCS is RFC 8785. Free of server imports: the client library decodes with this module.
+ */
+export const LICENSE_FILE_VERSION = 1;
+
+export interface LicenseFileEntitlement {
+  readonly code: string;
+  readonly name: string;
+  readonly usage_limit: number | null;
+}
+
+export interface LicenseFilePayload {
+  readonly version: 1;
+  readonly license_id: string;
+  readonly license_key_prefix: string;
+  readonly customer_name: string;
+  readonly license_type: 'time_based' | 'usage_based' | 'hybrid';
+  readonly valid_from: string;
+  readonly valid_until: string;
+  readonly hardware_id: string;
+  readonly entitlements: readonly LicenseFileEntitlement[];
+  readonly encrypted_key?: string;
+  readonly issued_at: string;
+  readonly issuer: string;
+}
+
+export interface DecodedLicenseFile {
+  readonly payload: LicenseFilePayload;
+  readonly signature: Uint8Array;
+  /** UTF-8 of JCS(payload): the bytes the signature covers. */
+  readonly signedBytes: Uint8Array;
+}
+
+const utf8 = new TextEncoder();
+
+/** The exact bytes a signature covers: UTF-8 of the RFC 8785 form of the payload. */
+export function canonicalPayloadBytes(payload: LicenseFilePayload): Uint8Array {
+  const text = canonicalize(payload);
+  if (text === undefined) throw new TypeError('payload cannot be canonicalised');
+  return utf8.encode(text);
+}
+
+/** The file's text: one line of Base64 and a line feed. */
+export function encodeLicenseFile(payload: LicenseFilePayload, signature: Uint8Array): string {
+  if (signature.length !== 64) throw new TypeError('signature: expected 64 bytes');
+  const text = canonicalize({ ...payload, signature: encodeBase64(signature) })!;
+  return `${Buffer.from(text, 'utf8').toString('base64')}\n`;
+}
+
+/** ASCII whitespace as WHATWG defines it: tab, line feed, form feed, carriage return, space. */
+const ASCII_WHITESPACE = /[\t\n\f\r ]/g;
+const RFC3339_UTC_SECONDS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
+const LOWERCASE_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const TYPES = ['time_based', 'usage_based', 'hybrid'];
+const FIELDS = [
+  'version', 'license_id', 'license_key_prefix', 'customer_name', 'license_type', 'valid_from', 'valid_until',
+  'hardware_id', 'entitlements', 'encrypted_key', 'issued_at', 'issuer', 'signature',
+];
+const OPTIONAL = new Set(['encrypted_key']);
+
+function malformed(reason: string): never {
+  throw new LicenseServerError('LICENSE_FILE_MALFORMED', `license file is malformed: ${reason}`);
+}
+
+/**
+ * Decodes a file strictly, without checking the signature (./verify.ts does): anything
+ * that is not exactly what a version-1 writer produces is refused, so that a flipped bit
+ * anywhere is either a malformed file or a failed signature, never a different reading.
+ */
+export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile {
+  let text: string;
+  if (typeof file === 'string') {
+    text = file;
+  } else {
+    for (const byte of file) if (byte > 0x7e) malformed('it holds bytes that are not ASCII');
+    text = Buffer.from(file).toString('latin1');
+  }
+  const base64 = text.replace(ASCII_WHITESPACE, '');
+  if (base64.length === 0) malformed('it is empty');
+  const bytes = decodeBase64Strict(base64);
+  if (!bytes) malformed('it is not valid Base64 (it may be truncated)');
+
+  let json: string;
+  try {
+    json = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return malformed('the decoded content is not UTF-8');
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch {
+    return malformed('the decoded content is not JSON (it may be truncated)');
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) malformed('the content is not a JSON object');
+  const object = parsed as Record<string, unknown>;
+
+  if (object.version !== LICENSE_FILE_VERSION) {
+    if (typeof object.version === 'number' && Number.isInteger(object.version)) {
+      throw new LicenseServerError(
+        'LICENSE_FILE_UNSUPPORTED_VERSION',
+        `license file has format version ${object.version}; this license-server reads version ${LICENSE_FILE_VERSION}`,
+      );
+    }
+    malformed('the field "version" is missing or not an integer');
+  }
+  for (const field of FIELDS) {
+    if (!OPTIONAL.has(field) && !(field in object)) malformed(`the field "${field}" is missing`);
+  }
+  for (const field of Object.keys(object)) {
+    if (!FIELDS.includes(field)) malformed(`the field "${field}" is not part of format version 1`);
+  }
+  if (canonicalize(object) !== json) malformed('the JSON is not in RFC 8785 canonical form');
+
+  const payload = checkPayload(object);
+  const signature = typeof object.signature === 'string' ? decodeBase64Strict(object.signature) : undefined;
+  if (!signature || signature.length !== 64) malformed('"signature" must be the Base64 of 64 bytes');
+  return { payload, signature, signedBytes: canonicalPayloadBytes(payload) };
+}
+
+function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
+  const text = (field: string, max = 1000): string => {
+    const value = object[field];
+    if (typeof value !== 'string' || value.length > max) malformed(`"${field}" must be a string of at most ${max} characters`);
+    return value;
+  };
+  const timestamp = (field: string): string => {
+    const value = text(field);
+    if (!RFC3339_UTC_SECONDS.test(value) || Number.isNaN(Date.parse(value)) || new Date(value).toISOString().slice(0, 19) !== value.slice(0, 19)) {
+      malformed(`"${field}" must be an RFC 3339 UTC timestamp with second precision, such as 2026-11-22T10:00:00Z`);
+    }
+    return value;
+  };
+  const licenseId = text('license_id');
+  if (!LOWERCASE_UUID.test(licenseId)) malformed('"license_id" must be a lowercase UUID');
+  const prefix = text('license_key_prefix');
+  if (prefix.length !== 8) malformed('"license_key_prefix" must be 8 characters');
+  const type = text('license_type');
+  if (!TYPES.includes(type)) malformed('"license_type" must be time_based, usage_based or hybrid');
+  const hardwareId = text('hardware_id', MAX_HARDWARE_ID_LENGTH);
+  const entitlements = object.entitlements;
+  if (!Array.isArray(entitlements)) malformed('"entitlements" must be an array');
+  let previous: string | undefined;
+  for (const entry of entitlements) {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) malformed('each entitlement must be an object');
+    const keys = Object.keys(entry).sort().join(',');
+    if (keys !== 'code,name,usage_limit') malformed('each entitlement must have exactly "code", "name" and "usage_limit"');
+    const { code, name, usage_limit: limit } = entry as Record<string, unknown>;
+    if (typeof code !== 'string' || typeof name !== 'string') malformed('entitlement "code" and "name" must be strings');
+    if (limit !== null && !(typeof limit === 'number' && Number.isSafeInteger(limit) && limit >= 0)) {
+      malformed('entitlement "usage_limit" must be a non-negative integer or null');
+    }
+    if (previous !== undefined && !(previous < code)) malformed('"entitlements" must be sorted by code, without repeats');
+    previous = code;
+  }
+  if ('encrypted_key' in object) {
+    const sealed = typeof object.encrypted_key === 'string' ? decodeBase64Strict(object.encrypted_key) : undefined;
+    if (!sealed || sealed.length !== SEALED_KEY_LENGTH) malformed(`"encrypted_key" must be the Base64 of ${SEALED_KEY_LENGTH} bytes`);
+    if (hardwareId === '') malformed('"encrypted_key" requires a "hardware_id"');
+  }
+  const payload: LicenseFilePayload = {
+    version: 1,
+    license_id: licenseId,
+    license_key_prefix: prefix,
+    customer_name: text('customer_name'),
+    license_type: type as LicenseFilePayload['license_type'],
+    valid_from: timestamp('valid_from'),
+    valid_until: timestamp('valid_until'),
+    hardware_id: hardwareId,
+    entitlements: entitlements as LicenseFileEntitlement[],
+    ...('encrypted_key' in object ? { encrypted_key: object.encrypted_key as string } : {}),
+    issued_at: timestamp('issued_at'),
+    issuer: text('issuer'),
+  };
+  if (payload.valid_until <= payload.valid_from) malformed('"valid_until" must be after "valid_from"');
+  return payload;
+}

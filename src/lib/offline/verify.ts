@@ -1,0 +1,66 @@
+import { publicKeyFromPem } from '../crypto/ed25519-pem.js';
+import { LicenseServerError } from '../errors.js';
+import { unsealDecryptionKey } from './binding.js';
+import { verifyEd25519 } from './ed25519.js';
+import { decodeLicenseFile, type LicenseFilePayload } from './format.js';
+
+export interface VerifyOptions {
+  /** The server's public key: 32 raw bytes, or PEM as `signing-key show` prints it. */
+  readonly publicKey: Uint8Array | string;
+  /** This machine's hardware ID; without it a bound file's binding is left unchecked. */
+  readonly hardwareId?: string;
+  readonly now?: Date;
+}
+
+export interface VerifiedLicenseFile {
+  readonly payload: LicenseFilePayload;
+  /** True when the file is unbound, or bound to the hardware ID given. */
+  readonly hardwareChecked: boolean;
+  /** The license's decryption key, unsealed for the given hardware ID, when the file carries one. */
+  readonly decryptionKey?: Uint8Array;
+}
+
+/**
+ * The offline check, in the order of docs/offline-license-format.md section "Verifying":
+ * decode strictly, check the signature, the validity window, then the hardware binding.
+ * Each failure throws a LicenseServerError whose message starts with the text of spec
+ * section 7 ("signature verification failed", "license expired", ...).
+ */
+export function verifyLicenseFile(file: string | Uint8Array, options: VerifyOptions): VerifiedLicenseFile {
+  const decoded = decodeLicenseFile(file);
+  const { payload } = decoded;
+  const publicKey = typeof options.publicKey === 'string' ? publicKeyFromPem(options.publicKey) : options.publicKey;
+  if (!verifyEd25519(decoded.signature, decoded.signedBytes, publicKey)) {
+    throw new LicenseServerError('SIGNATURE_INVALID', 'signature verification failed');
+  }
+  checkValidityWindow(payload, options.now ?? new Date());
+  if (payload.hardware_id === '') return { payload, hardwareChecked: true };
+  if (options.hardwareId === undefined) return { payload, hardwareChecked: false };
+  if (options.hardwareId !== payload.hardware_id) {
+    const detail = payload.encrypted_key === undefined ? '' : ': failed to decrypt license key';
+    throw new LicenseServerError('HARDWARE_MISMATCH', `hardware ID mismatch${detail}`);
+  }
+  if (payload.encrypted_key === undefined) return { payload, hardwareChecked: true };
+  const decryptionKey = unsealDecryptionKey(payload.encrypted_key, options.hardwareId, payload.license_id);
+  return { payload, hardwareChecked: true, decryptionKey };
+}
+
+/** valid_from <= now < valid_until, to the second. */
+export function checkValidityWindow(payload: Pick<LicenseFilePayload, 'valid_from' | 'valid_until'>, now: Date): void {
+  if (now.getTime() < Date.parse(payload.valid_from)) {
+    throw new LicenseServerError('LICENSE_NOT_YET_VALID', `license not yet valid: it starts at ${payload.valid_from}`);
+  }
+  if (now.getTime() >= Date.parse(payload.valid_until)) {
+    throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${payload.valid_until}`);
+  }
+}
+
+export type SignatureStatus = 'valid' | 'invalid' | 'unchecked';
+
+/** True when the signature verifies; used by `license inspect`, which reports rather than refuses. */
+export function signatureStatus(file: string | Uint8Array, publicKey: Uint8Array | string | undefined): SignatureStatus {
+  if (publicKey === undefined) return 'unchecked';
+  const decoded = decodeLicenseFile(file);
+  const key = typeof publicKey === 'string' ? publicKeyFromPem(publicKey) : publicKey;
+  return verifyEd25519(decoded.signature, decoded.signedBytes, key) ? 'valid' : 'invalid';
+}
