@@ -25,36 +25,43 @@ The file is written as .partial, fsynced, renamed and the directory fsynced, the
   async run(): Promise<CheckoutResult> {
     const { flags } = this;
     if (flags.out === '-' && this.jsonEnabled()) throw new LicenseServerError('USAGE', '--out - and --json both want standard output');
-    // Decided before the checkout, so that a refused target leaves no audit entry behind.
-    const directory = flags.out !== '-' && (await isDirectory(flags.out));
-    if (flags.out !== '-' && !directory && !flags.force && (await isDirectory(flags.out, true))) {
-      throw new LicenseServerError('FILE_EXISTS', `${path.resolve(flags.out)} already exists`);
-    }
+    // Decided before the checkout, so that a target we would refuse leaves no audit entry behind.
+    const target = flags.out === '-' ? undefined : await resolveTarget(flags.out, flags.force);
     const ttlDays = /^-?\d+$/.test(flags['ttl-days']) ? Number(flags['ttl-days']) : flags['ttl-days'];
     const hardwareId = flags['hardware-id'];
     return this.withDatabase(async (db, config) => {
       const context = { ...this.operationContext(), issuer: config.settings.issuer };
       const result = await checkoutLicense(db, this.args.license, { ttlDays, hardwareId }, context);
-      if (flags.out === '-') {
+      if (!target) {
         process.stdout.write(result.license_file);
         return result;
       }
-      const target = directory ? path.join(flags.out, result.filename) : flags.out;
+      const file = target.directory ? path.join(target.path, result.filename) : target.path;
       const { publicKey } = await getSigner(db, context);
-      await writeLicenseFile(target, result.license_file, { publicKey, hardwareId, overwrite: flags.force });
-      this.say(`Wrote ${path.resolve(target)} (${result.license_file.length} bytes), read back and verified.`);
-      this.say(`Valid until ${result.valid_until}${hardwareId === undefined ? ', not bound to a machine' : `, bound to hardware ID ${JSON.stringify(hardwareId)}`}.`);
+      await writeLicenseFile(file, result.license_file, { publicKey, hardwareId, overwrite: flags.force });
+      const binding = hardwareId === undefined ? 'not bound to a machine' : `bound to hardware ID ${JSON.stringify(hardwareId)}`;
+      this.say(`Wrote ${path.resolve(file)} (${result.license_file.length} bytes), read back and verified.`);
+      this.say(`Valid until ${result.valid_until}, ${binding}.`);
       return result;
     });
   }
 }
 
-/** With `anything`, true when the path exists at all. */
-async function isDirectory(file: string, anything = false): Promise<boolean> {
+/** An existing directory, or a file path whose directory exists and which may be (over)written. */
+async function resolveTarget(out: string, force: boolean): Promise<{ path: string; directory: boolean }> {
+  const kind = await pathKind(out);
+  if (kind === 'directory') return { path: out, directory: true };
+  if (kind !== 'missing' && !force) throw new LicenseServerError('FILE_EXISTS', `${path.resolve(out)} already exists`);
+  if ((await pathKind(path.dirname(path.resolve(out)))) !== 'directory') {
+    throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write ${path.resolve(out)}: its directory does not exist`);
+  }
+  return { path: out, directory: false };
+}
+
+async function pathKind(file: string): Promise<'directory' | 'other' | 'missing'> {
   try {
-    const stats = await stat(file);
-    return anything || stats.isDirectory();
+    return (await stat(file)).isDirectory() ? 'directory' : 'other';
   } catch {
-    return false;
+    return 'missing';
   }
 }

@@ -79,13 +79,21 @@ export async function checkoutLicense(
       throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} has a decryption key, so a hardware_id is required`);
     }
     const validUntil = new Date(Math.min(issuedAt.getTime() + ttlDays * DAY_MS, licenseEnd.getTime()));
+    const validFrom = new Date(license.valid_from);
+    if (validUntil.getTime() <= validFrom.getTime()) {
+      throw new LicenseServerError(
+        'LICENSE_NOT_YET_VALID',
+        `license not yet valid: it starts at ${toRfc3339Seconds(validFrom)}, after a file of ${ttlDays} days would end`,
+        { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
+      );
+    }
     const payload: LicenseFilePayload = {
       version: LICENSE_FILE_VERSION,
       license_id: license.id,
       license_key_prefix: license.key_prefix,
       customer_name: license.customer_name,
       license_type: license.type,
-      valid_from: toRfc3339Seconds(new Date(license.valid_from)),
+      valid_from: toRfc3339Seconds(validFrom),
       valid_until: toRfc3339Seconds(validUntil),
       hardware_id: hardwareId ?? '',
       entitlements: license.entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit })),

@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { LicenseServerError } from '../../../src/lib/errors.js';
+import { publicKeyOf, signEd25519 } from '../../../src/lib/offline/ed25519.js';
+import { canonicalPayloadBytes, decodeLicenseFile, encodeLicenseFile, type LicenseFilePayload } from '../../../src/lib/offline/format.js';
+import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
+
+const vectorsUrl = new URL('../../vectors/', import.meta.url);
+const data = JSON.parse(readFileSync(new URL('offline-license-v1.json', vectorsUrl), 'utf8'));
+const secretKey = Buffer.from(data.signing_secret_key_hex, 'hex');
+const publicKey = publicKeyOf(secretKey);
+const unbound: string = data.vectors[0].file;
+const bound: string = data.vectors[1].file;
+const boundPayload: LicenseFilePayload = data.vectors[1].payload;
+const hardwareId: string = data.vectors[1].binding.hardware_id;
+const now = new Date('2026-11-22T12:00:00Z');
+
+function refusedWith(work: () => unknown, code: string, message?: RegExp): LicenseServerError {
+  try {
+    work();
+  } catch (error) {
+    assert.ok(error instanceof LicenseServerError, `expected a LicenseServerError, got ${String(error)}`);
+    assert.equal(error.code, code, error.message);
+    if (message) assert.match(error.message, message);
+    return error;
+  }
+  assert.fail(`expected ${code}`);
+}
+
+/** Signs an arbitrary object as a writer that ignored the rules would. */
+function forge(object: Record<string, unknown>, key: Uint8Array = secretKey): string {
+  const signature = signEd25519(canonicalPayloadBytes(object as unknown as LicenseFilePayload), key);
+  return encodeLicenseFile(object as unknown as LicenseFilePayload, signature);
+}
+
+const verify = (file: string | Uint8Array, options: { hardwareId?: string; now?: Date } = {}) =>
+  verifyLicenseFile(file, { publicKey, now, ...options });
+
+describe('offline verification', () => {
+  it('accepts the file with whitespace anywhere, as bytes or text', () => {
+    const wrapped = unbound.trim().replace(/(.{64})/g, '$1\r\n').replace(/^/, ' \t');
+    assert.equal(verify(wrapped).payload.license_id, data.vectors[0].payload.license_id);
+    assert.equal(verify(Buffer.from(unbound)).hardwareChecked, true);
+  });
+
+  it('says "license not yet valid" and "license expired" outside the window, to the second', () => {
+    refusedWith(() => verify(unbound, { now: new Date('2025-12-31T23:59:59Z') }), 'LICENSE_NOT_YET_VALID', /^license not yet valid/);
+    assert.ok(verify(unbound, { now: new Date('2026-01-01T00:00:00Z') }));
+    assert.ok(verify(unbound, { now: new Date('2026-12-31T23:59:58Z') }));
+    refusedWith(() => verify(unbound, { now: new Date('2026-12-31T23:59:59Z') }), 'LICENSE_EXPIRED', /^license expired/);
+  });
+
+  it('checks the hardware binding and unseals the key only for the right machine', () => {
+    const verified = verify(bound, { hardwareId });
+    assert.equal(verified.decryptionKey?.length, 32);
+    const unchecked = verify(bound);
+    assert.equal(unchecked.hardwareChecked, false);
+    assert.equal(unchecked.decryptionKey, undefined);
+    refusedWith(() => verify(bound, { hardwareId: 'another-machine' }), 'HARDWARE_MISMATCH', /^hardware ID mismatch: failed to decrypt license key$/);
+    const boundNoKey = forge({ ...boundPayload, encrypted_key: undefined });
+    refusedWith(() => verify(boundNoKey, { hardwareId: 'another-machine' }), 'HARDWARE_MISMATCH', /^hardware ID mismatch$/);
+  });
+
+  it('says "failed to decrypt license key" when the sealed key does not open', () => {
+    const otherSeal = forge({ ...boundPayload, encrypted_key: Buffer.alloc(60, 1).toString('base64') });
+    refusedWith(() => verify(otherSeal, { hardwareId }), 'DECRYPTION_FAILED', /^failed to decrypt license key$/);
+  });
+
+  it('says "signature verification failed" for a file signed by another key', () => {
+    const otherKey = Buffer.alloc(32, 9);
+    refusedWith(() => verify(forge(boundPayload as never, otherKey)), 'SIGNATURE_INVALID', /^signature verification failed$/);
+    refusedWith(() => verifyLicenseFile(unbound, { publicKey: publicKeyOf(otherKey), now }), 'SIGNATURE_INVALID');
+  });
+
+  it('refuses every single flipped bit anywhere in the file', () => {
+    for (const file of [unbound, bound]) {
+      const bytes = Buffer.from(file);
+      const outcomes = new Map<string, number>();
+      for (let i = 0; i < bytes.length; i += 1) {
+        for (let bit = 0; bit < 8; bit += 1) {
+          const flipped = Buffer.from(bytes);
+          flipped[i]! ^= 1 << bit;
+          let code = 'ACCEPTED';
+          try {
+            verify(flipped, { hardwareId });
+          } catch (error) {
+            assert.ok(error instanceof LicenseServerError, `byte ${i} bit ${bit}: ${String(error)}`);
+            code = error.code;
+          }
+          assert.notEqual(code, 'ACCEPTED', `byte ${i} bit ${bit} went unnoticed`);
+          outcomes.set(code, (outcomes.get(code) ?? 0) + 1);
+        }
+      }
+      assert.ok(outcomes.get('SIGNATURE_INVALID')! > 0 && outcomes.get('LICENSE_FILE_MALFORMED')! > 0, JSON.stringify([...outcomes]));
+    }
+  });
+
+  it('refuses a file truncated at any length', () => {
+    const text = bound.trim();
+    for (let length = 0; length < text.length; length += 1) {
+      const error = refusedWith(() => verify(text.slice(0, length), { hardwareId }), 'LICENSE_FILE_MALFORMED');
+      assert.ok(!/\n\s+at /.test(error.message));
+    }
+  });
+
+  it('refuses what is not Base64, not UTF-8, not JSON, not an object, each with its reason', () => {
+    const b64 = (text: string | Buffer) => Buffer.from(text).toString('base64');
+    refusedWith(() => verify(''), 'LICENSE_FILE_MALFORMED', /it is empty/);
+    refusedWith(() => verify('not base64!'), 'LICENSE_FILE_MALFORMED', /not valid Base64/);
+    refusedWith(() => verify(`${unbound.trim()}=`), 'LICENSE_FILE_MALFORMED', /not valid Base64/);
+    refusedWith(() => verify(Buffer.from([0xff, 0xfe])), 'LICENSE_FILE_MALFORMED', /not ASCII/);
+    refusedWith(() => verify(b64(Buffer.from([0xc3, 0x28]))), 'LICENSE_FILE_MALFORMED', /not UTF-8/);
+    refusedWith(() => verify(b64('{"version":1,')), 'LICENSE_FILE_MALFORMED', /not JSON/);
+    refusedWith(() => verify(b64('[1,2]')), 'LICENSE_FILE_MALFORMED', /not a JSON object/);
+  });
+
+  it('refuses a missing field, an unknown field, a non-canonical form and badly formed values', () => {
+    const payload: Record<string, unknown> = { ...data.vectors[0].payload };
+    const without = (field: string) => forge(Object.fromEntries(Object.entries(payload).filter(([key]) => key !== field)));
+    for (const field of ['license_id', 'customer_name', 'valid_until', 'hardware_id', 'entitlements', 'issuer']) {
+      refusedWith(() => verify(without(field)), 'LICENSE_FILE_MALFORMED', new RegExp(`"${field}" is missing`));
+    }
+    const noSignature = Buffer.from(canonicalPayloadBytes(payload as never)).toString('base64');
+    refusedWith(() => verify(noSignature), 'LICENSE_FILE_MALFORMED', /"signature" is missing/);
+    refusedWith(() => verify(forge({ ...payload, extra: true })), 'LICENSE_FILE_MALFORMED', /"extra" is not part of format version 1/);
+    const json = JSON.stringify({ ...payload, signature: data.vectors[0].signature_base64 }, null, 1);
+    refusedWith(() => verify(Buffer.from(json).toString('base64')), 'LICENSE_FILE_MALFORMED', /canonical form/);
+    const badValues: Array<[string, unknown, RegExp]> = [
+      ['license_id', 'C2A1B9E4-5D7F-4A3B-9E1C-0F2D3B4A5C6D', /lowercase UUID/],
+      ['valid_until', '2026-12-31T23:59:59.000Z', /second precision/],
+      ['valid_until', '2026-02-30T00:00:00Z', /second precision/],
+      ['license_type', 'perpetual', /license_type/],
+      ['license_key_prefix', '7KQ2', /8 characters/],
+      ['entitlements', [{ code: 'b', name: 'B', usage_limit: null }, { code: 'a', name: 'A', usage_limit: null }], /sorted by code/],
+      ['entitlements', [{ code: 'a', name: 'A', usage_limit: 1.5 }], /usage_limit/],
+      ['entitlements', [{ code: 'a', name: 'A' }], /exactly "code", "name" and "usage_limit"/],
+      ['encrypted_key', 'AAAA', /encrypted_key/],
+      ['valid_from', '2027-01-01T00:00:00Z', /after "valid_from"/],
+    ];
+    for (const [field, value, reason] of badValues) {
+      refusedWith(() => verify(forge({ ...payload, [field]: value })), 'LICENSE_FILE_MALFORMED', reason);
+    }
+    refusedWith(() => verify(forge({ ...payload, encrypted_key: Buffer.alloc(60).toString('base64') })), 'LICENSE_FILE_MALFORMED', /requires a "hardware_id"/);
+  });
+
+  it('refuses a version other than 1 before looking further', () => {
+    refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 2 })), 'LICENSE_FILE_UNSUPPORTED_VERSION', /format version 2/);
+    refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 0 })), 'LICENSE_FILE_UNSUPPORTED_VERSION');
+    refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: '1' })), 'LICENSE_FILE_MALFORMED', /"version"/);
+  });
+
+  it('decodes without a key for inspection', () => {
+    assert.equal(decodeLicenseFile(bound).payload.hardware_id, hardwareId);
+  });
+});
