@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomFillSync } from 'node:crypto';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { LicenseServerError } from '../errors.js';
@@ -24,12 +24,27 @@ export function deriveBindingKey(hardwareId: string, licenseId: string): Uint8Ar
   return hkdf(sha256, utf8.encode(hardwareId), utf8.encode(licenseId), utf8.encode(BINDING_INFO), 32);
 }
 
+// One CSPRNG call per 4 KiB instead of one per nonce: a small randomBytes() costs as much as
+// the AES-GCM around it. Every byte is handed out once.
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
+function randomNonce(): Uint8Array {
+  if (poolOffset + NONCE_LENGTH > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const nonce = Uint8Array.prototype.slice.call(pool, poolOffset, poolOffset + NONCE_LENGTH);
+  poolOffset += NONCE_LENGTH;
+  return nonce;
+}
+
 /** Base64 of nonce || ciphertext || tag. The nonce is random unless a test fixes it. */
 export function sealDecryptionKey(
   decryptionKey: Uint8Array,
   hardwareId: string,
   licenseId: string,
-  nonce: Uint8Array = randomBytes(NONCE_LENGTH),
+  nonce: Uint8Array = randomNonce(),
 ): string {
   if (decryptionKey.length !== DECRYPTION_KEY_LENGTH) throw new TypeError('decryption key: expected 32 bytes');
   if (nonce.length !== NONCE_LENGTH) throw new TypeError('nonce: expected 12 bytes');

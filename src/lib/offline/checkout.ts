@@ -5,7 +5,7 @@ import { getLicense, getLicenseDecryptionKey } from '../licenses.js';
 import type { Database } from '../storage/types.js';
 import { toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
-import { canonicalPayloadBytes, encodeLicenseFile, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
+import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
 import { getSigner } from './signer.js';
 
 export const MIN_TTL_DAYS = 1;
@@ -102,7 +102,8 @@ export async function checkoutLicense(
       issuer: context.issuer,
     };
     decryptionKey?.fill(0);
-    const licenseFile = encodeLicenseFile(payload, signer.sign(canonicalPayloadBytes(payload)));
+    const canonical = canonicalPayloadText(payload);
+    const licenseFile = encodeSignedPayload(canonical, signer.sign(Buffer.from(canonical, 'utf8')));
     await recordAudit(tx, context, {
       action: 'license.checked_out',
       entityType: 'license',

@@ -43,18 +43,35 @@ export interface DecodedLicenseFile {
 
 const utf8 = new TextEncoder();
 
-/** The exact bytes a signature covers: UTF-8 of the RFC 8785 form of the payload. */
-export function canonicalPayloadBytes(payload: LicenseFilePayload): Uint8Array {
+/** The RFC 8785 form of the payload; its UTF-8 bytes are what the signature covers. */
+export function canonicalPayloadText(payload: LicenseFilePayload): string {
   const text = canonicalize(payload);
   if (text === undefined) throw new TypeError('payload cannot be canonicalised');
-  return utf8.encode(text);
+  return text;
+}
+
+export function canonicalPayloadBytes(payload: LicenseFilePayload): Uint8Array {
+  return utf8.encode(canonicalPayloadText(payload));
 }
 
 /** The file's text: one line of Base64 and a line feed. */
 export function encodeLicenseFile(payload: LicenseFilePayload, signature: Uint8Array): string {
+  return encodeSignedPayload(canonicalPayloadText(payload), signature);
+}
+
+/**
+ * The file's text from the canonical payload already made for signing, without
+ * canonicalising a second time (a tenth of a checkout's cost). The canonical form of the
+ * whole document is the payload's with the "signature" member at its sorted place, just
+ * before "valid_from", which every payload has. Inside JSON text an unescaped `,"` can
+ * only begin a member, so that place is found without parsing.
+ */
+export function encodeSignedPayload(canonicalPayload: string, signature: Uint8Array): string {
   if (signature.length !== 64) throw new TypeError('signature: expected 64 bytes');
-  const text = canonicalize({ ...payload, signature: encodeBase64(signature) })!;
-  return `${Buffer.from(text, 'utf8').toString('base64')}\n`;
+  const at = canonicalPayload.indexOf(',"valid_from":');
+  if (at === -1) throw new TypeError('payload has no valid_from');
+  const document = `${canonicalPayload.slice(0, at)},"signature":"${encodeBase64(signature)}"${canonicalPayload.slice(at)}`;
+  return `${Buffer.from(document, 'utf8').toString('base64')}\n`;
 }
 
 /** ASCII whitespace as WHATWG defines it: tab, line feed, form feed, carriage return, space. */

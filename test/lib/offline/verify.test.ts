@@ -153,3 +153,19 @@ describe('offline verification', () => {
     assert.equal(decodeLicenseFile(bound).payload.hardware_id, hardwareId);
   });
 });
+
+describe('encoding', () => {
+  it('places the signature where RFC 8785 puts it, for payloads of every shape', async () => {
+    const { default: canonicalize } = await import('canonicalize');
+    const names = ['A', 'Zürich "quoted" \\ back, "valid_from": x', '🚀 <&>', ',"valid_from":"2020-01-01T00:00:00Z"'];
+    for (const customer_name of names) {
+      for (const hardware_id of ['', 'hw ,"valid_from":']) {
+        const payload = { ...data.vectors[0].payload, customer_name, hardware_id } as LicenseFilePayload;
+        const signature = signEd25519(canonicalPayloadBytes(payload), secretKey);
+        const expected = Buffer.from(canonicalize({ ...payload, signature: Buffer.from(signature).toString('base64') })!).toString('base64') + '\n';
+        assert.equal(encodeLicenseFile(payload, signature), expected);
+        assert.equal(verify(expected).payload.customer_name, customer_name);
+      }
+    }
+  });
+});

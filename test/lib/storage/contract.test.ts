@@ -309,6 +309,29 @@ forEachEngine('storage contract', (fixture) => {
       assert.equal(await count(db, 'customers'), 0);
     });
 
+    it('commit concurrent transactions independently: a failing one rolls back alone', async () => {
+      const db = await fixture.freshDatabase();
+      const results = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, i) =>
+          db.transaction(async (tx) => {
+            await tx.execute('INSERT INTO entitlements (id, code, name, created_at) VALUES (?, ?, ?, ?)', [
+              `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, `code-${i}`, 'x', new Date().toISOString(),
+            ]);
+            if (i % 3 === 0) throw new Error(`refused ${i}`);
+            // A duplicate code fails inside the transaction; it must not take the others down.
+            if (i % 5 === 1) await tx.execute('INSERT INTO entitlements (id, code, name, created_at) VALUES (?, ?, ?, ?)', [
+              `10000000-0000-4000-8000-${String(i).padStart(12, '0')}`, `code-${i}`, 'x', new Date().toISOString(),
+            ]);
+            return i;
+          }),
+        ),
+      );
+      const committed = results.flatMap((r, i) => (r.status === 'fulfilled' ? [i] : []));
+      assert.deepEqual(committed, Array.from({ length: 30 }, (_, i) => i).filter((i) => i % 3 !== 0 && i % 5 !== 1));
+      const codes = (await db.query<{ code: string }>('SELECT code FROM entitlements')).map((r) => r.code).sort();
+      assert.deepEqual(codes, committed.map((i) => `code-${i}`).sort());
+    });
+
     it('keep concurrent work of one process apart', async () => {
       const db = await fixture.freshDatabase();
       await Promise.all(Array.from({ length: 20 }, (_, i) => createCustomer(db, { name: `Customer ${i}` }, context)));
