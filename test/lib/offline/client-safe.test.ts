@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const dist = fileURLToPath(new URL('../../../dist/lib/', import.meta.url));
+
+/** Every package a module pulls in, following relative imports (static and dynamic) through dist/. */
+function packagesReachedFrom(entry: string): Set<string> {
+  const packages = new Set<string>();
+  const seen = new Set<string>();
+  const visit = (file: string) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const source = readFileSync(file, 'utf8');
+    for (const match of source.matchAll(/(?:from\s+|import\s*\(\s*|import\s+)['"]([^'"]+)['"]/g)) {
+      const specifier = match[1]!;
+      if (specifier.startsWith('.')) visit(path.resolve(path.dirname(file), specifier));
+      else packages.add(specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!);
+    }
+  };
+  visit(entry);
+  return packages;
+}
+
+describe('offline verification is free of server-only code', () => {
+  it('reaches only Node built-ins, @noble and canonicalize (the client library will embed it)', () => {
+    const entry = path.join(dist, 'offline', 'verify.js');
+    assert.ok(existsSync(entry), 'run the build first (npm test does)');
+    const reached = [...packagesReachedFrom(entry)].filter((name) => !name.startsWith('node:')).sort();
+    assert.deepEqual(reached, ['@noble/curves', '@noble/hashes', 'canonicalize']);
+  });
+});

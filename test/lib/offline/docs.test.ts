@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { BINDING_INFO, SEALED_KEY_LENGTH } from '../../../src/lib/offline/binding.js';
+
+const doc = readFileSync(new URL('../../../docs/offline-license-format.md', import.meta.url), 'utf8');
+const vectors = JSON.parse(readFileSync(new URL('../../vectors/offline-license-v1.json', import.meta.url), 'utf8'));
+
+describe('docs/offline-license-format.md', () => {
+  it('documents every field of the format, and no other', () => {
+    const documented = [...doc.matchAll(/^\| `([a-z_]+)` \| (?:number|string|array) \|/gm)].map((m) => m[1]).sort();
+    const fields = new Set<string>();
+    for (const vector of vectors.vectors) for (const key of Object.keys(vector.payload)) fields.add(key);
+    fields.add('signature');
+    assert.deepEqual(documented, [...fields].sort());
+  });
+
+  it('quotes the worked example exactly as the vectors have it', () => {
+    const bound = vectors.vectors.find((v: { name: string }) => v.name === 'bound-with-key');
+    assert.ok(doc.includes(vectors.signing_secret_key_hex));
+    assert.ok(doc.includes(vectors.public_key_hex));
+    assert.ok(doc.includes(vectors.public_key_pem.split('\n')[1]));
+    assert.ok(doc.includes(bound.canonical_payload), 'the signed bytes');
+    assert.ok(doc.includes(`${Buffer.byteLength(bound.canonical_payload)} bytes`), 'their length');
+    assert.ok(doc.includes(bound.signature_base64));
+    assert.ok(doc.includes(bound.binding.binding_key_hex));
+    assert.ok(doc.includes(bound.payload.encrypted_key));
+    assert.ok(doc.includes(bound.binding.nonce_hex));
+  });
+
+  it('states the binding parameters the code uses', () => {
+    assert.ok(doc.includes(`info = UTF-8("${BINDING_INFO}")`));
+    assert.ok(doc.includes(`${SEALED_KEY_LENGTH} bytes`));
+  });
+});
