@@ -14,6 +14,8 @@ const FLAG_SETTINGS: Readonly<Record<string, string>> = {
   'database-url': 'database.url',
   host: 'server.host',
   port: 'server.port',
+  'tls-cert': 'server.tls_cert',
+  'tls-key': 'server.tls_key',
 };
 
 /**

@@ -9,4 +9,6 @@ export const pagingFlags = {
 export const serverFlags = {
   host: Flags.string({ description: 'Address to listen on (default: LICENSE_HOST or 127.0.0.1).' }),
   port: Flags.integer({ description: 'Port to listen on (default: LICENSE_PORT or 8080).', min: 0, max: 65535 }),
+  'tls-cert': Flags.string({ description: 'PEM certificate file; with --tls-key, serve HTTPS (default: LICENSE_TLS_CERT).' }),
+  'tls-key': Flags.string({ description: 'PEM private key file for --tls-cert (default: LICENSE_TLS_KEY).' }),
 };

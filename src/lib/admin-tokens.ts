@@ -130,3 +130,18 @@ function toToken(row: Row): AdminToken {
     revoked_at: asIsoOrNull(row.revoked_at),
   };
 }
+
+/**
+ * The first admin token of a fresh installation, named "bootstrap": created only while no
+ * live token exists, so it is returned (and shown) exactly once. Concurrent first starts
+ * on one database race on the unique live name, and only one of them wins.
+ */
+export async function bootstrapAdminToken(db: Database, context: OperationContext): Promise<string | undefined> {
+  if ((await listAdminTokens(db)).length > 0) return undefined;
+  try {
+    return (await createAdminToken(db, { name: 'bootstrap' }, context)).token;
+  } catch (error) {
+    if (error instanceof LicenseServerError && error.code === 'TOKEN_NAME_EXISTS') return undefined;
+    throw error;
+  }
+}

@@ -9,7 +9,16 @@ import { describeFsError } from '../fs-errors.js';
 export interface Settings {
   readonly dataDir: string;
   readonly database: { readonly url: string };
-  readonly server: { readonly host: string; readonly port: number };
+  readonly server: {
+    readonly host: string;
+    readonly port: number;
+    readonly tlsCert: string | undefined;
+    readonly tlsKey: string | undefined;
+    /** Seconds. */
+    readonly requestTimeout: number;
+    readonly clientRateLimit: number;
+    readonly clientRateBurst: number;
+  };
   readonly issuer: string;
   readonly grace: { readonly hours: number };
   readonly adminToken: string | undefined;
@@ -87,7 +96,15 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
   const settings: Settings = {
     dataDir: get('data_dir'),
     database: { url: get('database.url') },
-    server: { host: get('server.host'), port: get('server.port') },
+    server: {
+      host: get('server.host'),
+      port: get('server.port'),
+      tlsCert: get('server.tls_cert'),
+      tlsKey: get('server.tls_key'),
+      requestTimeout: get('server.request_timeout'),
+      clientRateLimit: get('server.client_rate_limit'),
+      clientRateBurst: get('server.client_rate_burst'),
+    },
     issuer: get('issuer'),
     grace: { hours: get('grace.hours') },
     adminToken: get('admin_token'),
@@ -98,6 +115,10 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       retentionDays: get('backup.retention_days'),
     },
   };
+  if ((settings.server.tlsCert === undefined) !== (settings.server.tlsKey === undefined)) {
+    const [given, missing] = settings.server.tlsCert === undefined ? ['server.tls_key', 'server.tls_cert'] : ['server.tls_cert', 'server.tls_key'];
+    throw new LicenseServerError('CONFIG_INVALID_VALUE', `${given} is set (from ${values.get(given)!.source}) but ${missing} is not; HTTPS needs both`);
+  }
   return { settings, entries: [...values.values()], configFile };
 }
 

@@ -117,8 +117,29 @@ function initialSchema(t: (typeof T)['sqlite']): string[] {
   ];
 }
 
+/** Usage reports against entitlement limits, each counted once per idempotency key. */
+function usageRecords(t: (typeof T)['sqlite']): string[] {
+  return [
+    `ALTER TABLE license_entitlements ADD COLUMN used ${t.int} NOT NULL DEFAULT 0`,
+    `CREATE TABLE usage_records (
+      id ${t.id} PRIMARY KEY,
+      license_id ${t.id} NOT NULL REFERENCES licenses (id) ON DELETE CASCADE,
+      entitlement_id ${t.id} NOT NULL REFERENCES entitlements (id),
+      idempotency_key TEXT NOT NULL,
+      hardware_id TEXT NOT NULL,
+      quantity ${t.int} NOT NULL CHECK (quantity > 0),
+      remaining ${t.int},
+      occurred_at ${t.ts} NOT NULL,
+      recorded_at ${t.ts} NOT NULL,
+      UNIQUE (license_id, idempotency_key)
+    )`,
+    `CREATE INDEX usage_records_license_entitlement ON usage_records (license_id, entitlement_id)`,
+  ];
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
+  { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

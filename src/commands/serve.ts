@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import { BaseCommand } from '../cli/base-command.js';
+import { serverFlags } from '../cli/flags.js';
+import { LicenseServerError } from '../lib/errors.js';
+import { describeFsError } from '../lib/fs-errors.js';
+
+export default class Serve extends BaseCommand<typeof Serve> {
+  static override description = `Run the HTTP daemon: the admin API, online validation, grace tokens and usage reports.
+On first start it creates the signing key and, when no admin token exists, a bootstrap admin token that it prints once. SIGTERM or SIGINT stops it gracefully: no new requests, those in flight finish (up to 8 s), the database is closed, exit 0.`;
+  static override enableJsonFlag = false;
+  static override flags = { ...serverFlags };
+
+  async run(): Promise<void> {
+    const config = await this.resolveConfig();
+    const { settings } = config;
+    const tls = settings.server.tlsCert && settings.server.tlsKey
+      ? { cert: readPem(settings.server.tlsCert), key: readPem(settings.server.tlsKey) }
+      : undefined;
+    const [{ openDatabase }, { ensureSigningKey }, { bootstrapAdminToken }, { createApp }, { listen }] = await Promise.all([
+      import('../lib/storage/open.js'),
+      import('../lib/signing-key.js'),
+      import('../lib/admin-tokens.js'),
+      import('../http/app.js'),
+      import('../http/server.js'),
+    ]);
+    const db = await openDatabase(settings.database.url);
+    const context = { actor: 'serve' };
+    try {
+      const key = await ensureSigningKey(db, context);
+      const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context);
+      const app = createApp({ db, settings, log: (entry) => process.stderr.write(`${JSON.stringify(entry)}\n`) });
+      const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
+      this.log(`license-server listening on ${server.url} (database: ${db.engine} ${db.location})`);
+      this.log(`signing key fingerprint: ${key.fingerprint}`);
+      if (token) this.log(`admin token (shown only this once, store it now): ${token}`);
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal })}\n`);
+          process.once(signal as NodeJS.Signals, () => process.exit(1));
+          void server.shutdown().then(resolve);
+        };
+        process.once('SIGTERM', () => stop('SIGTERM'));
+        process.once('SIGINT', () => stop('SIGINT'));
+      });
+    } finally {
+      await db.close();
+    }
+  }
+}
+
+function readPem(file: string): Buffer {
+  try {
+    return readFileSync(file);
+  } catch (error) {
+    throw new LicenseServerError('FILE_UNREADABLE', `cannot read ${file}: ${describeFsError(error)}`);
+  }
+}

@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { authenticateAdminToken } from '../lib/admin-tokens.js';
+import type { Settings } from '../lib/config/resolve.js';
+import { LicenseServerError } from '../lib/errors.js';
+import type { Database } from '../lib/storage/types.js';
+import { readJsonObject } from './body.js';
+import { toErrorResponse } from './errors.js';
+import { RateLimiter } from './rate-limit.js';
+import { Router, type Reply, type Route } from './router.js';
+import { adminRoutes } from './routes/admin.js';
+import { clientRoutes } from './routes/client.js';
+import { healthRoutes } from './routes/health.js';
+
+export interface AppDependencies {
+  readonly db: Database;
+  readonly settings: Settings;
+  /** One JSON object per line; never handed a token, license key or key material. */
+  readonly log: (entry: Record<string, unknown>) => void;
+  readonly clock?: () => Date;
+}
+
+export interface App {
+  readonly handle: (request: IncomingMessage, response: ServerResponse) => void;
+  /** Requests being handled right now, for a drain on shutdown. */
+  inFlight(): number;
+  /** From now on every new request gets 503 SHUTTING_DOWN. */
+  stopAccepting(): void;
+  close(): void;
+}
+
+export interface RouteDependencies {
+  readonly db: Database;
+  readonly settings: Settings;
+  readonly clock: () => Date;
+}
+
+/**
+ * The request handler, built apart from any listening socket so that tests can drive it
+ * (conventions section 2). Order per request: route (404/405), shutting down (503),
+ * rate limit for client routes (429), admin token (401), body (415/413/408/400), handler.
+ */
+export function createApp(deps: AppDependencies): App {
+  const clock = deps.clock ?? (() => new Date());
+  const routeDeps: RouteDependencies = { db: deps.db, settings: deps.settings, clock };
+  const router = new Router([...healthRoutes(routeDeps), ...adminRoutes(routeDeps), ...clientRoutes(routeDeps)]);
+  const limiter = new RateLimiter(deps.settings.server.clientRateLimit, deps.settings.server.clientRateBurst);
+  const timeoutMs = deps.settings.server.requestTimeout * 1000;
+  let inFlight = 0;
+  let accepting = true;
+
+  const handle = (request: IncomingMessage, response: ServerResponse) => {
+    const started = process.hrtime.bigint();
+    const requestId = requestIdOf(request);
+    let routePath = 'unmatched';
+    inFlight += 1;
+    response.setHeader('X-Request-Id', requestId);
+    response.once('close', () => {
+      inFlight -= 1;
+      deps.log({
+        time: new Date().toISOString(),
+        level: response.statusCode >= 500 ? 'error' : 'info',
+        msg: 'request',
+        request_id: requestId,
+        method: request.method,
+        route: routePath,
+        status: response.statusCode,
+        duration_ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        remote: request.socket.remoteAddress,
+        ...(response.writableFinished ? {} : { aborted: true }),
+      });
+    });
+
+    void (async () => {
+      let route: Route | undefined;
+      try {
+        const [path = '', search = ''] = (request.url ?? '').split('?', 2);
+        const match = router.match(request.method ?? 'GET', path);
+        route = match.route;
+        routePath = `${route.method} ${route.path}`;
+        if (!accepting) throw new LicenseServerError('SHUTTING_DOWN', 'the server is shutting down');
+        const remote = request.socket.remoteAddress ?? 'unknown';
+        let actor = `client:${remote}`;
+        if (route.access === 'client') {
+          const wait = limiter.take(remote);
+          if (wait > 0) {
+            response.setHeader('Retry-After', String(wait));
+            throw new LicenseServerError('RATE_LIMITED', `too many requests from this address; retry in ${wait} s`);
+          }
+        } else if (route.access === 'admin') {
+          actor = await authenticate(request, deps);
+        }
+        const body = route.method === 'POST' ? await readJsonObject(request, timeoutMs) : {};
+        const reply = await route.handle({
+          params: match.params,
+          query: new URLSearchParams(search),
+          body,
+          actor,
+          accept: String(request.headers.accept ?? ''),
+        });
+        if (!accepting) response.setHeader('Connection', 'close');
+        send(request, response, reply);
+      } catch (error) {
+        const { status, body } = toErrorResponse(error);
+        if (status === 500) deps.log({ time: new Date().toISOString(), level: 'error', msg: 'unhandled error', request_id: requestId, error: describeBug(error) });
+        const allow = (error as { allow?: string }).allow;
+        if (allow) response.setHeader('Allow', allow);
+        if (status === 401) response.setHeader('WWW-Authenticate', 'Bearer');
+        // A body we stopped reading (too large, too slow, wrong type) leaves the connection unusable.
+        if (!request.complete || !accepting) response.setHeader('Connection', 'close');
+        send(request, response, { status, json: body });
+      }
+    })();
+  };
+
+  return {
+    handle,
+    inFlight: () => inFlight,
+    stopAccepting: () => {
+      accepting = false;
+    },
+    close: () => limiter.close(),
+  };
+}
+
+async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<string> {
+  const header = request.headers.authorization;
+  const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header) : null;
+  if (!match) throw new LicenseServerError('UNAUTHORIZED', 'an admin bearer token is required');
+  const admin = await authenticateAdminToken(deps.db, match[1]!, { bootstrapToken: deps.settings.adminToken, clock: deps.clock });
+  if (!admin) throw new LicenseServerError('UNAUTHORIZED', 'the bearer token is not valid');
+  return admin.actor;
+}
+
+function send(request: IncomingMessage, response: ServerResponse, reply: Reply): void {
+  if (response.headersSent || response.destroyed) return;
+  response.setHeader('Cache-Control', 'no-store');
+  response.setHeader('X-Content-Type-Options', 'nosniff');
+  let payload: Buffer;
+  if ('json' in reply) {
+    payload = Buffer.from(JSON.stringify(reply.json), 'utf8');
+    response.setHeader('Content-Type', 'application/json; charset=utf-8');
+  } else {
+    payload = Buffer.isBuffer(reply.raw) ? reply.raw : Buffer.from(reply.raw, 'utf8');
+    response.setHeader('Content-Type', reply.contentType);
+    for (const [name, value] of Object.entries(reply.headers ?? {})) response.setHeader(name, value);
+  }
+  response.statusCode = reply.status ?? 200;
+  response.setHeader('Content-Length', payload.length);
+  response.end(request.method === 'HEAD' ? undefined : payload);
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The caller's X-Request-Id when it is harmless to log, else a fresh one. */
+function requestIdOf(request: IncomingMessage): string {
+  const given = request.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** For the log only: the error's class and first line, which carry no request data of ours. */
+function describeBug(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${(error.message.split('\n')[0] ?? '').slice(0, 200)}`;
+  return typeof error;
+}

@@ -1,0 +1,17 @@
+import { isLicenseServerError, LicenseServerError } from '../lib/errors.js';
+
+export interface ErrorBody {
+  readonly error: { readonly code: string; readonly message: string };
+}
+
+/**
+ * The one error shape of the API. A LicenseServerError keeps its code, message and the
+ * status from the error table; anything else is a bug and says only "internal error".
+ */
+export function toErrorResponse(error: unknown): { status: number; body: ErrorBody } {
+  if (isLicenseServerError(error)) {
+    return { status: error.httpStatus, body: { error: { code: error.code, message: error.message } } };
+  }
+  const internal = new LicenseServerError('INTERNAL', 'internal error');
+  return { status: internal.httpStatus, body: { error: { code: internal.code, message: internal.message } } };
+}

@@ -1,0 +1,44 @@
+import { LicenseServerError } from '../lib/errors.js';
+
+/**
+ * Refuses members a route does not know (a typo such as "ttl_day" must not silently fall
+ * back to a default) and members it needs that are missing. Types are checked by the core,
+ * which also serves the command line.
+ */
+export function expectFields(body: Record<string, unknown>, required: readonly string[], optional: readonly string[] = []): void {
+  for (const name of Object.keys(body)) {
+    if (!required.includes(name) && !optional.includes(name)) {
+      throw new LicenseServerError('INVALID_INPUT', `unknown field ${JSON.stringify(name.slice(0, 64))}; expected ${[...required, ...optional].join(', ')}`);
+    }
+  }
+  for (const name of required) {
+    if (!(name in body)) throw new LicenseServerError('INVALID_INPUT', `missing field "${name}"`);
+  }
+}
+
+/** Query parameters, each at most once, only the known ones. */
+export function expectQuery(query: URLSearchParams, known: readonly string[]): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const name of new Set(query.keys())) {
+    if (!known.includes(name)) {
+      throw new LicenseServerError('INVALID_INPUT', `unknown query parameter ${JSON.stringify(name.slice(0, 64))}; expected ${known.join(', ') || 'none'}`);
+    }
+    const values = query.getAll(name);
+    if (values.length > 1) throw new LicenseServerError('INVALID_INPUT', `query parameter "${name}" is given more than once`);
+    out[name] = values[0];
+  }
+  return out;
+}
+
+export function queryInteger(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d{1,9}$/.test(value)) throw new LicenseServerError('INVALID_INPUT', `query parameter "${name}" must be a non-negative integer`);
+  return Number(value);
+}
+
+export function queryBoolean(value: string | undefined, name: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new LicenseServerError('INVALID_INPUT', `query parameter "${name}" must be true or false`);
+}

@@ -1,0 +1,81 @@
+import { LicenseServerError } from '../lib/errors.js';
+
+export interface RequestContext {
+  readonly params: Readonly<Record<string, string>>;
+  readonly query: URLSearchParams;
+  /** The parsed JSON body of a POST ({} when it has none); {} for GET. */
+  readonly body: Record<string, unknown>;
+  /** `token:<name>` for admin routes, `client:<address>` for client routes. */
+  readonly actor: string;
+  readonly accept: string;
+}
+
+export type Reply =
+  | { readonly status?: number; readonly json: unknown }
+  | { readonly status?: number; readonly raw: string | Buffer; readonly contentType: string; readonly headers?: Record<string, string> };
+
+export type Access = 'admin' | 'client' | 'public';
+
+export interface Route {
+  readonly method: 'GET' | 'POST';
+  /** Segments; `:name` captures one. */
+  readonly path: string;
+  readonly access: Access;
+  handle(context: RequestContext): Promise<Reply>;
+}
+
+export interface Match {
+  readonly route: Route;
+  readonly params: Record<string, string>;
+}
+
+/**
+ * A plain route table: a handful of fixed paths does not need a router library. Paths are
+ * matched segment by segment on the raw request path, percent-decoded per segment and never
+ * normalised, so `/api/licenses/../signing-key` is a license id of "..", refused as such,
+ * not a way around a route.
+ */
+export class Router {
+  private readonly compiled: Array<{ route: Route; segments: string[] }>;
+
+  constructor(routes: readonly Route[]) {
+    this.compiled = routes.map((route) => ({ route, segments: route.path.split('/').slice(1) }));
+  }
+
+  match(method: string, path: string): Match {
+    const segments = splitPath(path);
+    const allowed = new Set<string>();
+    for (const { route, segments: pattern } of this.compiled) {
+      if (pattern.length !== segments.length) continue;
+      const params: Record<string, string> = {};
+      const fits = pattern.every((part, i) => {
+        if (part.startsWith(':')) {
+          params[part.slice(1)] = segments[i]!;
+          return true;
+        }
+        return part === segments[i];
+      });
+      if (!fits) continue;
+      const effective = method === 'HEAD' ? 'GET' : method;
+      if (route.method === effective) return { route, params };
+      allowed.add(route.method);
+    }
+    if (allowed.size > 0) {
+      const error = new LicenseServerError('METHOD_NOT_ALLOWED', `${method} is not allowed here; use ${[...allowed].join(' or ')}`);
+      (error as LicenseServerError & { allow?: string }).allow = [...allowed, ...(allowed.has('GET') ? ['HEAD'] : [])].join(', ');
+      throw error;
+    }
+    throw new LicenseServerError('ROUTE_NOT_FOUND', 'no such route');
+  }
+}
+
+function splitPath(path: string): string[] {
+  if (!path.startsWith('/')) throw new LicenseServerError('ROUTE_NOT_FOUND', 'no such route');
+  return path.split('/').slice(1).map((segment) => {
+    try {
+      return decodeURIComponent(segment);
+    } catch {
+      throw new LicenseServerError('INVALID_INPUT', 'the path is not valid percent-encoding');
+    }
+  });
+}

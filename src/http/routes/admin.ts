@@ -1,0 +1,193 @@
+import type { RouteDependencies } from '../app.js';
+import { listAudit } from '../../lib/audit.js';
+import { createCustomer, getCustomer, listCustomers, setCustomerActive } from '../../lib/customers.js';
+import { createEntitlement, listEntitlements } from '../../lib/entitlements.js';
+import { LicenseServerError } from '../../lib/errors.js';
+import { createLicense, getLicense, listLicenses, setLicenseActive, type EntitlementGrant } from '../../lib/licenses.js';
+import { checkoutLicense } from '../../lib/offline/checkout.js';
+import { ensureSigningKey } from '../../lib/signing-key.js';
+import { parseTimestamp, parseUuid } from '../../lib/validate.js';
+import { expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
+import type { Route } from '../router.js';
+
+/** The admin API: the same operations as the command line, behind an admin bearer token. */
+export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[] {
+  const context = (actor: string) => ({ actor, clock });
+  return [
+    {
+      method: 'GET',
+      path: '/api/signing-key',
+      access: 'admin',
+      handle: async ({ actor }) => ({ json: { public_key_pem: (await ensureSigningKey(db, context(actor))).public_key_pem } }),
+    },
+    {
+      method: 'POST',
+      path: '/api/licenses/:id/checkout',
+      access: 'admin',
+      handle: async ({ params, body, actor, accept }) => {
+        expectFields(body, ['ttl_days'], ['hardware_id']);
+        const id = parseUuid(params.id!, 'license id');
+        const result = await checkoutLicense(db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id }, {
+          ...context(actor),
+          issuer: settings.issuer,
+        });
+        if (wantsOctetStream(accept)) {
+          return {
+            raw: result.license_file,
+            contentType: 'application/octet-stream',
+            headers: { 'Content-Disposition': `attachment; filename="${result.filename}"` },
+          };
+        }
+        return { json: result };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/customers',
+      access: 'admin',
+      handle: async ({ query }) => {
+        const q = expectQuery(query, ['active', 'limit', 'offset']);
+        return { json: await listCustomers(db, { active: queryBoolean(q.active, 'active'), limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/customers',
+      access: 'admin',
+      handle: async ({ body, actor }) => {
+        expectFields(body, ['name']);
+        return { status: 201, json: await createCustomer(db, { name: asString(body.name, 'name') }, context(actor)) };
+      },
+    },
+    { method: 'GET', path: '/api/customers/:id', access: 'admin', handle: async ({ params }) => ({ json: await getCustomer(db, params.id!) }) },
+    ...(['activate', 'deactivate'] as const).map((verb): Route => ({
+      method: 'POST',
+      path: `/api/customers/:id/${verb}`,
+      access: 'admin',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, []);
+        return { json: await setCustomerActive(db, params.id!, verb === 'activate', context(actor)) };
+      },
+    })),
+    {
+      method: 'GET',
+      path: '/api/entitlements',
+      access: 'admin',
+      handle: async ({ query }) => {
+        const q = expectQuery(query, ['limit', 'offset']);
+        return { json: await listEntitlements(db, { limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/entitlements',
+      access: 'admin',
+      handle: async ({ body, actor }) => {
+        expectFields(body, ['code', 'name']);
+        return { status: 201, json: await createEntitlement(db, { code: asString(body.code, 'code'), name: asString(body.name, 'name') }, context(actor)) };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/licenses',
+      access: 'admin',
+      handle: async ({ query }) => {
+        const q = expectQuery(query, ['customer_id', 'active', 'type', 'limit', 'offset']);
+        return {
+          json: await listLicenses(db, {
+            customerId: q.customer_id,
+            active: queryBoolean(q.active, 'active'),
+            type: q.type,
+            limit: queryInteger(q.limit, 'limit'),
+            offset: queryInteger(q.offset, 'offset'),
+          }),
+        };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/licenses',
+      access: 'admin',
+      handle: async ({ body, actor }) => {
+        expectFields(body, ['customer_id', 'type', 'valid_until'], ['valid_from', 'entitlements', 'with_decryption_key']);
+        const license = await createLicense(
+          db,
+          {
+            customerId: asString(body.customer_id, 'customer_id'),
+            type: asString(body.type, 'type'),
+            validFrom: body.valid_from === undefined ? undefined : asString(body.valid_from, 'valid_from'),
+            validUntil: asString(body.valid_until, 'valid_until'),
+            entitlements: asGrants(body.entitlements),
+            withDecryptionKey: asOptionalBoolean(body.with_decryption_key, 'with_decryption_key'),
+          },
+          context(actor),
+        );
+        return { status: 201, json: license };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/licenses/:id',
+      access: 'admin',
+      // By id only: a license key in a URL would end up in proxy and access logs.
+      handle: async ({ params }) => ({ json: await getLicense(db, parseUuid(params.id!, 'license id')) }),
+    },
+    ...(['activate', 'deactivate'] as const).map((verb): Route => ({
+      method: 'POST',
+      path: `/api/licenses/:id/${verb}`,
+      access: 'admin',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, []);
+        return { json: await setLicenseActive(db, parseUuid(params.id!, 'license id'), verb === 'activate', context(actor)) };
+      },
+    })),
+    {
+      method: 'GET',
+      path: '/api/audit',
+      access: 'admin',
+      handle: async ({ query }) => {
+        const q = expectQuery(query, ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until', 'limit']);
+        return {
+          json: await listAudit(db, {
+            action: q.action,
+            actor: q.actor,
+            entityType: q.entity_type,
+            entityId: q.entity_id,
+            since: q.since === undefined ? undefined : parseTimestamp(q.since, 'since'),
+            until: q.until === undefined ? undefined : parseTimestamp(q.until, 'until'),
+            limit: queryInteger(q.limit, 'limit'),
+          }),
+        };
+      },
+    },
+  ];
+}
+
+function wantsOctetStream(accept: string): boolean {
+  return accept.split(',').some((part) => part.split(';')[0]!.trim().toLowerCase() === 'application/octet-stream');
+}
+
+function asString(value: unknown, name: string): string {
+  if (typeof value !== 'string') throw new LicenseServerError('INVALID_INPUT', `${name} must be a string`);
+  return value;
+}
+
+function asOptionalBoolean(value: unknown, name: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'boolean') throw new LicenseServerError('INVALID_INPUT', `${name} must be true or false`);
+  return value;
+}
+
+function asGrants(value: unknown): EntitlementGrant[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length > 1000) throw new LicenseServerError('INVALID_INPUT', 'entitlements must be an array');
+  return value.map((entry) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new LicenseServerError('INVALID_INPUT', 'each entitlement must be an object with "code" and optionally "usage_limit"');
+    }
+    expectFields(entry as Record<string, unknown>, ['code'], ['usage_limit']);
+    const { code, usage_limit: limit } = entry as Record<string, unknown>;
+    if (limit !== undefined && limit !== null && typeof limit !== 'number') throw new LicenseServerError('INVALID_INPUT', 'usage_limit must be an integer or null');
+    return { code: asString(code, 'entitlement code'), usageLimit: (limit as number | null | undefined) ?? null };
+  });
+}

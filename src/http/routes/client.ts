@@ -1,0 +1,36 @@
+import type { RouteDependencies } from '../app.js';
+import { validateOnline } from '../../lib/online-validation.js';
+import { recordUsage } from '../../lib/usage.js';
+import { expectFields } from '../fields.js';
+import type { Route } from '../router.js';
+
+/** What the client library talks to: no admin token, a license key in the body, rate-limited per address. */
+export function clientRoutes({ db, settings, clock }: RouteDependencies): Route[] {
+  return [
+    {
+      method: 'POST',
+      path: '/api/v1/validate',
+      access: 'client',
+      handle: async ({ body, actor }) => {
+        expectFields(body, ['license_key', 'hardware_id', 'version']);
+        const answer = await validateOnline(db, body as never, {
+          actor,
+          clock,
+          issuer: settings.issuer,
+          graceHours: settings.grace.hours,
+        });
+        return { json: answer };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/usage',
+      access: 'client',
+      handle: async ({ body }) => {
+        expectFields(body, ['license_key', 'hardware_id', 'entitlement_code', 'quantity', 'occurred_at', 'idempotency_key']);
+        const answer = await recordUsage(db, body as never, { clock });
+        return { status: answer.replayed ? 200 : 201, json: answer };
+      },
+    },
+  ];
+}

@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { now, type OperationContext } from './context.js';
+import { isLicenseServerError, LicenseServerError } from './errors.js';
+import { encodeGraceToken } from './grace-token.js';
+import { getLicense, getLicenseDecryptionKey, type License } from './licenses.js';
+import { parseHardwareId, sealDecryptionKey } from './offline/binding.js';
+import type { LicenseFileEntitlement } from './offline/format.js';
+import { getSigner } from './offline/signer.js';
+import type { Database, Queryable } from './storage/types.js';
+import { toRfc3339Seconds } from './validate.js';
+
+export const INVALID_REASONS = ['LICENSE_NOT_FOUND', 'LICENSE_INACTIVE', 'CUSTOMER_INACTIVE', 'LICENSE_EXPIRED', 'LICENSE_NOT_YET_VALID'] as const;
+export type InvalidReason = (typeof INVALID_REASONS)[number];
+
+export interface ValidAnswer {
+  readonly valid: true;
+  readonly license_id: string;
+  readonly license_key_prefix: string;
+  readonly license_type: string;
+  readonly valid_from: string;
+  readonly valid_until: string;
+  readonly entitlements: readonly LicenseFileEntitlement[];
+  /** The decryption key sealed for the hardware ID exactly as in the .lic format. */
+  readonly encrypted_key?: string;
+  readonly grace_token: string;
+  readonly grace_expires_at: string;
+  readonly server_time: string;
+}
+
+/** An authoritative "no": the client must not fall back to its offline tiers. */
+export interface InvalidAnswer {
+  readonly valid: false;
+  readonly reason: InvalidReason;
+  readonly message: string;
+  readonly server_time: string;
+}
+
+export type ValidationAnswer = ValidAnswer | InvalidAnswer;
+
+export interface OnlineContext extends OperationContext {
+  readonly issuer: string;
+  readonly graceHours: number;
+}
+
+export interface ValidationRequest {
+  readonly license_key: unknown;
+  readonly hardware_id: unknown;
+  readonly version: unknown;
+}
+
+/**
+ * Online validation (spec section 1, tier 1). A malformed key and an unknown key get the
+ * same answer, so the endpoint tells a guesser nothing about the key format.
+ */
+export async function validateOnline(db: Database, request: ValidationRequest, context: OnlineContext): Promise<ValidationAnswer> {
+  const hardwareId = parseHardwareId(request.hardware_id);
+  parseVersion(request.version);
+  if (typeof request.license_key !== 'string') {
+    throw new LicenseServerError('INVALID_INPUT', 'license_key must be a string');
+  }
+  const at = now(context);
+  const serverTime = toRfc3339Seconds(at);
+  const found = await findLicenseByKey(db, request.license_key);
+  const refusal = found ? checkUsable(found, at) : { reason: 'LICENSE_NOT_FOUND' as const, message: 'no license has this key' };
+  if (refusal) return { valid: false, ...refusal, server_time: serverTime };
+  const license = found!;
+
+  const signer = await getSigner(db, context);
+  const decryptionKey = license.has_decryption_key ? await getLicenseDecryptionKey(db, license.id) : null;
+  const entitlements = license.entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit }));
+  const issuedAt = Math.floor(at.getTime() / 1000);
+  const licenseEnd = Math.floor(Date.parse(license.valid_until) / 1000);
+  const expires = Math.min(issuedAt + context.graceHours * 3600, licenseEnd);
+  const graceToken = encodeGraceToken(
+    {
+      iss: context.issuer,
+      sub: license.id,
+      iat: issuedAt,
+      nbf: issuedAt,
+      exp: expires,
+      jti: randomUUID(),
+      license_id: license.id,
+      license_key_prefix: license.key_prefix,
+      license_type: license.type,
+      hardware_id: hardwareId,
+      license_valid_until: toRfc3339Seconds(new Date(license.valid_until)),
+      entitlements,
+    },
+    signer.keyId,
+    (message) => signer.sign(message),
+  );
+  const answer: ValidAnswer = {
+    valid: true,
+    license_id: license.id,
+    license_key_prefix: license.key_prefix,
+    license_type: license.type,
+    valid_from: toRfc3339Seconds(new Date(license.valid_from)),
+    valid_until: toRfc3339Seconds(new Date(license.valid_until)),
+    entitlements,
+    ...(decryptionKey ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
+    grace_token: graceToken,
+    grace_expires_at: toRfc3339Seconds(new Date(expires * 1000)),
+    server_time: serverTime,
+  };
+  decryptionKey?.fill(0);
+  return answer;
+}
+
+/** The license with this key, or undefined for a malformed or unknown one. */
+export async function findLicenseByKey(db: Queryable, key: string): Promise<License | undefined> {
+  // An id is not a key: looking one up by id here would make ids guessable credentials.
+  if (/^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(key) || key.length > 64) return undefined;
+  try {
+    return await getLicense(db, key);
+  } catch (error) {
+    if (isLicenseServerError(error) && (error.code === 'LICENSE_NOT_FOUND' || error.code === 'INVALID_ID')) return undefined;
+    throw error;
+  }
+}
+
+/** Why a license cannot be used now, or undefined when it can. */
+export function checkUsable(license: License, at: Date): { reason: InvalidReason; message: string } | undefined {
+  if (!license.active) return { reason: 'LICENSE_INACTIVE', message: 'the license is not active' };
+  if (!license.customer_active) return { reason: 'CUSTOMER_INACTIVE', message: 'the customer is not active' };
+  if (at.getTime() < Date.parse(license.valid_from)) {
+    return { reason: 'LICENSE_NOT_YET_VALID', message: `the license starts at ${toRfc3339Seconds(new Date(license.valid_from))}` };
+  }
+  if (at.getTime() >= Date.parse(license.valid_until)) {
+    return { reason: 'LICENSE_EXPIRED', message: `the license expired at ${toRfc3339Seconds(new Date(license.valid_until))}` };
+  }
+  return undefined;
+}
+
+function parseVersion(version: unknown): string {
+  if (typeof version !== 'string' || version.length === 0 || version.length > 100 || /[\u0000-\u001f\u007f]/.test(version)) {
+    throw new LicenseServerError('INVALID_INPUT', 'version must be the application version, a string of 1-100 characters');
+  }
+  return version;
+}
