@@ -30,18 +30,25 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context);
       const app = createApp({ db, settings, log: (entry) => process.stderr.write(`${JSON.stringify(entry)}\n`) });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
-      this.log(`license-server listening on ${server.url} (database: ${db.engine} ${db.location})`);
-      this.log(`signing key fingerprint: ${key.fingerprint}`);
-      if (token) this.log(`admin token (shown only this once, store it now): ${token}`);
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
+      // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
+      const stopped = new Promise<void>((resolve) => {
+        const stop = (signal: NodeJS.Signals) => {
           process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal })}\n`);
-          process.once(signal as NodeJS.Signals, () => process.exit(1));
+          process.once(signal, () => process.exit(1));
           void server.shutdown().then(resolve);
         };
-        process.once('SIGTERM', () => stop('SIGTERM'));
-        process.once('SIGINT', () => stop('SIGINT'));
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
       });
+      // One write, so that whoever reads the banner gets it whole.
+      this.log([
+        `license-server listening on ${server.url} (database: ${db.engine} ${db.location})`,
+        `signing key fingerprint: ${key.fingerprint}`,
+        token
+          ? `admin token (shown only this once, store it now): ${token}`
+          : `admin token: none created (${settings.adminToken ? 'LICENSE_ADMIN_TOKEN is set' : 'tokens exist; see `license-server token list`'})`,
+      ].join('\n'));
+      await stopped;
     } finally {
       await db.close();
     }

@@ -43,7 +43,7 @@ export interface RouteDependencies {
 export function createApp(deps: AppDependencies): App {
   const clock = deps.clock ?? (() => new Date());
   const routeDeps: RouteDependencies = { db: deps.db, settings: deps.settings, clock };
-  const router = new Router([...healthRoutes(routeDeps), ...adminRoutes(routeDeps), ...clientRoutes(routeDeps)]);
+  const router = new Router(allRoutes(routeDeps));
   const limiter = new RateLimiter(deps.settings.server.clientRateLimit, deps.settings.server.clientRateBurst);
   const timeoutMs = deps.settings.server.requestTimeout * 1000;
   let inFlight = 0;
@@ -121,6 +121,10 @@ export function createApp(deps: AppDependencies): App {
     },
     close: () => limiter.close(),
   };
+}
+
+export function allRoutes(deps: RouteDependencies): Route[] {
+  return [...healthRoutes(deps), ...adminRoutes(deps), ...clientRoutes(deps)];
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<string> {

@@ -29,6 +29,8 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
     requestTimeout: options.requestTimeout * 1000,
     headersTimeout: Math.min(10, options.requestTimeout) * 1000,
     keepAliveTimeout: 5000,
+    // Node looks for expired requests every 30 s by default: far too late for a 10 s limit.
+    connectionsCheckingInterval: 1000,
   };
   const server: Server = options.tls
     ? createHttpsServer({ ...timeouts, cert: options.tls.cert, key: options.tls.key }, app.handle)

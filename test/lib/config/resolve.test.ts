@@ -42,7 +42,9 @@ describe('configuration', () => {
     assert.equal(configFile, undefined);
     assert.equal(settings.dataDir, path.join(dir, 'data'));
     assert.equal(settings.database.url, path.join(dir, 'data', 'license-server.db'));
-    assert.deepEqual(settings.server, { host: '127.0.0.1', port: 8080 });
+    assert.deepEqual(settings.server, {
+      host: '127.0.0.1', port: 8080, tlsCert: undefined, tlsKey: undefined, requestTimeout: 30, clientRateLimit: 10, clientRateBurst: 50,
+    });
     assert.equal(settings.issuer, 'license-server');
     assert.equal(settings.grace.hours, 72);
     assert.equal(settings.adminToken, undefined);
@@ -117,7 +119,7 @@ describe('configuration', () => {
 
   it('refuses unknown keys, malformed YAML, non-mappings and unreadable files', async () => {
     const unknown = writeConfig('server:\n  prot: 8080\n');
-    await refused({ configPath: unknown }, 'CONFIG_UNKNOWN_KEY', new RegExp(`unknown key "server\\.prot" in ${unknown} \\(known keys: server\\.host, server\\.port\\)`));
+    await refused({ configPath: unknown }, 'CONFIG_UNKNOWN_KEY', new RegExp(`unknown key "server\\.prot" in ${unknown} \\(known keys: server\\.host, server\\.port, server\\.tls_cert, `));
     await refused({ configPath: writeConfig('colour: blue\n', 'b.yaml') }, 'CONFIG_UNKNOWN_KEY', /"colour"/);
     const malformed = writeConfig('server:\n  port: [8080\nbackup:\n  encryption_key: s3cr3t-value\n', 'c.yaml');
     const message = await refused({ configPath: malformed }, 'CONFIG_PARSE_ERROR', /^malformed YAML in .*c\.yaml at line \d+, column \d+: /);
@@ -131,6 +133,12 @@ describe('configuration', () => {
       chmodSync(locked, 0o000);
       await refused({ configPath: locked }, 'CONFIG_FILE_UNREADABLE', /permission denied/);
     }
+  });
+
+  it('refuses half a TLS configuration, naming both keys', async () => {
+    await refused({ env: { LICENSE_TLS_CERT: 'cert.pem' } }, 'CONFIG_INVALID_VALUE', /^server\.tls_cert is set \(from env LICENSE_TLS_CERT\) but server\.tls_key is not/);
+    const both = await resolve({ env: { LICENSE_TLS_CERT: 'cert.pem', LICENSE_TLS_KEY: 'key.pem' } });
+    assert.equal(both.settings.server.tlsKey, path.join(dir, 'key.pem'));
   });
 
   it('accepts an empty file and empty sections', async () => {
