@@ -60,13 +60,21 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
   }
   const at = now(context);
   const serverTime = toRfc3339Seconds(at);
-  const found = await findLicenseByKey(db, request.license_key);
-  const refusal = found ? checkUsable(found, at) : { reason: 'LICENSE_NOT_FOUND' as const, message: 'no license has this key' };
-  if (refusal) return { valid: false, ...refusal, server_time: serverTime };
-  const license = found!;
-
   const signer = await getSigner(db, context);
-  const decryptionKey = license.has_decryption_key ? await getLicenseDecryptionKey(db, license.id) : null;
+  // One transaction: the license, its entitlements and its key are read as one snapshot, and
+  // under load the reads of many validations share one lock round (see SqliteDatabase).
+  const read = await db.transaction(async (tx) => {
+    const license = await findLicenseByKey(tx, request.license_key as string);
+    const decryptionKey = license?.has_decryption_key ? await getLicenseDecryptionKey(tx, license.id) : null;
+    return { license, decryptionKey };
+  });
+  const { license, decryptionKey } = read;
+  const refusal = license ? checkUsable(license, at) : { reason: 'LICENSE_NOT_FOUND' as const, message: 'no license has this key' };
+  if (refusal || !license) {
+    decryptionKey?.fill(0);
+    return { valid: false, ...refusal!, server_time: serverTime };
+  }
+
   const entitlements = license.entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit }));
   const issuedAt = Math.floor(at.getTime() / 1000);
   const licenseEnd = Math.floor(Date.parse(license.valid_until) / 1000);

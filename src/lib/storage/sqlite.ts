@@ -115,7 +115,10 @@ class SharedConnection {
       this.waiting.push({ fn, resolve, reject } as PendingTransaction<unknown>);
       if (!this.batchScheduled) {
         this.batchScheduled = true;
-        void this.serialised(() => this.runBatch());
+        // Start at the end of this turn of the event loop, so that every request whose
+        // bytes arrived in it can join the batch; starting at once would commit them one
+        // by one.
+        setImmediate(() => void this.serialised(() => this.runBatch()));
       }
     });
   }
@@ -154,7 +157,7 @@ class SharedConnection {
     });
     if (fatal !== undefined && batch.length === 0) for (const item of this.waiting.splice(0)) item.reject(fatal);
     this.batchScheduled = this.waiting.length > 0;
-    if (this.batchScheduled) void this.serialised(() => this.runBatch());
+    if (this.batchScheduled) setImmediate(() => void this.serialised(() => this.runBatch()));
   }
 
   all(sql: string, params: readonly SqlValue[] = []): Row[] {
