@@ -33,6 +33,9 @@ export interface GraceTokenHeader {
   readonly kid: string;
 }
 
+/** How far a verifier's clock may lag the issuer's for `nbf`; `exp` gets no leeway. */
+export const NOT_BEFORE_LEEWAY_SECONDS = 300;
+
 export function encodeGraceToken(claims: GraceTokenClaims, keyId: string, sign: (message: Uint8Array) => Uint8Array): string {
   const header: GraceTokenHeader = { alg: 'EdDSA', typ: 'JWT', kid: keyId };
   const signingInput = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
@@ -52,7 +55,7 @@ export interface VerifiedGraceToken {
 export function verifyGraceToken(
   token: string,
   publicKey: Uint8Array | string,
-  options: { now?: Date; hardwareId?: string } = {},
+  options: { now?: Date; hardwareId?: string; notBeforeLeewaySeconds?: number } = {},
 ): VerifiedGraceToken {
   const invalid = (reason: string): never => {
     throw new LicenseServerError('GRACE_TOKEN_INVALID', `grace token is invalid: ${reason}`);
@@ -78,7 +81,9 @@ export function verifyGraceToken(
   }
   if (!Array.isArray(claims.entitlements)) invalid('"entitlements" is missing');
   const seconds = Math.floor((options.now ?? new Date()).getTime() / 1000);
-  if (seconds < (claims.nbf as number)) invalid('it is not valid yet (check the clock)');
+  // A client whose clock lags the server's a little must be able to use a token at once.
+  const leeway = options.notBeforeLeewaySeconds ?? NOT_BEFORE_LEEWAY_SECONDS;
+  if (seconds + leeway < (claims.nbf as number)) invalid('it is not valid yet (check the clock)');
   if (seconds >= (claims.exp as number)) {
     throw new LicenseServerError('GRACE_TOKEN_EXPIRED', `grace period expired at ${new Date((claims.exp as number) * 1000).toISOString()}`);
   }

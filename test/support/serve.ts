@@ -34,7 +34,8 @@ export function startServe(env: Record<string, string>, args: string[] = []): Pr
   const clean: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith('LICENSE_')) clean[name] = value;
   const cwd = mkdtempSync(path.join(tmpdir(), 'license-serve-'));
-  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', ...args], {
+  const portArgs = args.includes('--port') ? [] : ['--port', '0'];
+  const child = spawn(process.execPath, [CLI, 'serve', ...portArgs, ...args], {
     cwd,
     env: { ...clean, LICENSE_DATA_DIR: path.join(cwd, 'data'), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const dist = fileURLToPath(new URL('../../../dist/lib/', import.meta.url));
+const dist = fileURLToPath(new URL('../../dist/lib/', import.meta.url));
 
 /** Every package a module pulls in, following relative imports (static and dynamic) through dist/. */
 function packagesReachedFrom(entry: string): Set<string> {
@@ -23,8 +23,20 @@ function packagesReachedFrom(entry: string): Set<string> {
   return packages;
 }
 
-describe('offline verification is free of server-only code', () => {
-  it('reaches only Node built-ins, @noble and canonicalize (the client library will embed it)', () => {
+describe('code the client library embeds is free of server-only code', () => {
+  it('license-server/client reaches only Node built-ins, @noble and canonicalize', () => {
+    const entry = path.join(dist, '..', 'client', 'index.js');
+    assert.ok(existsSync(entry), 'run the build first (npm test does)');
+    const reached = [...packagesReachedFrom(entry)].filter((name) => !name.startsWith('node:')).sort();
+    assert.deepEqual(reached, ['@noble/curves', '@noble/hashes', 'canonicalize']);
+  });
+
+  it('the package exports it as license-server/client', () => {
+    const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    assert.equal(manifest.exports['./client'].import, './dist/client/index.js');
+  });
+
+  it('offline verification reaches only Node built-ins, @noble and canonicalize', () => {
     const entry = path.join(dist, 'offline', 'verify.js');
     assert.ok(existsSync(entry), 'run the build first (npm test does)');
     const reached = [...packagesReachedFrom(entry)].filter((name) => !name.startsWith('node:')).sort();

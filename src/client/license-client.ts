@@ -1,0 +1,418 @@
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { isLicenseServerError } from '../lib/errors.js';
+import { describeFsError } from '../lib/fs-errors.js';
+import { verifyGraceToken } from '../lib/grace-token.js';
+import { licenseKeyPrefix, normalizeLicenseKey } from '../lib/license-key.js';
+import { parseHardwareId, unsealDecryptionKey } from '../lib/offline/binding.js';
+import type { LicenseFileEntitlement } from '../lib/offline/format.js';
+import { verifyLicenseFile } from '../lib/offline/verify.js';
+import { deriveHardwareId } from './hardware-id.js';
+import { resolveOptions, systemClock, type Clock, type LicenseClientOptions, type ResolvedOptions } from './options.js';
+import { ClientStore, type QueuedUsage } from './store.js';
+import { postJson, type ServerReply } from './transport.js';
+
+export type Tier = 'online' | 'license-file' | 'grace-token';
+
+export interface TierFailure {
+  readonly tier: Tier;
+  readonly code: string;
+  readonly message: string;
+}
+
+export interface ValidationResult {
+  readonly valid: boolean;
+  /** True when the answer came from the `.lic` file or the grace token, not the server. */
+  readonly isOffline: boolean;
+  /** Which tier answered; undefined when none did. */
+  readonly source?: Tier;
+  /** The license's 32-byte decryption key, when it carries one, unsealed for this machine. */
+  readonly decryptionKey?: Uint8Array;
+  readonly licenseId?: string;
+  readonly entitlements: readonly LicenseFileEntitlement[];
+  /** Why the license is not valid: the server's reason, or the last tier's. */
+  readonly reason?: string;
+  /** Each tier's failure, in chain order, when no tier could vouch for the license. */
+  readonly failures: readonly TierFailure[];
+  hasEntitlement(code: string): boolean;
+}
+
+export interface UsageResult {
+  /** Counted by the server now. */
+  readonly accepted: boolean;
+  /** Kept in the offline queue, to be sent (exactly once) when the server is back. */
+  readonly queued: boolean;
+  readonly remaining?: number | null;
+}
+
+export class LicenseClientError extends Error {
+  override readonly name = 'LicenseClientError';
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A clock set back by more than this while offline makes offline validation fail. */
+export const CLOCK_ROLLBACK_TOLERANCE_MS = 5 * 60_000;
+
+/**
+ * The license client of spec sections 1, 2.5-2.7, 5 and 6: online validation, then the
+ * `.lic` file, then the cached grace token. Only an unreachable server (no connection, a
+ * timeout, 5xx, 429, garbage) moves down the chain; the server's "invalid" is final and
+ * deletes the cached grace token. Imports nothing of the server (a test checks).
+ */
+export class LicenseClient {
+  readonly hardwareId: string;
+  private readonly options: ResolvedOptions;
+  private readonly callbacks: Pick<LicenseClientOptions, 'onOfflineModeEnter' | 'onOfflineModeExit' | 'onGracePeriodExpired'>;
+  private readonly clock: Clock;
+  private readonly store: ClientStore;
+  private readonly keyPrefix: string;
+  private offline = false;
+  private closed = false;
+  private retryAttempt = 0;
+  private retryTimer: unknown;
+  private graceTimer: unknown;
+  private graceExpiredFired = false;
+  private flushing: Promise<void> | undefined;
+
+  constructor(options: LicenseClientOptions) {
+    this.options = resolveOptions(options);
+    this.hardwareId = options.hardwareId === undefined ? deriveHardwareId() : parseHardwareId(options.hardwareId);
+    this.callbacks = options;
+    this.clock = options.clock ?? systemClock;
+    this.store = new ClientStore(this.options.offline.cacheDir, this.options.licenseKey);
+    const normalized = normalizeLicenseKey(this.options.licenseKey);
+    this.keyPrefix = licenseKeyPrefix(normalized ?? this.options.licenseKey.toUpperCase());
+  }
+
+  /** True while the server is unreachable and the client answers from its offline tiers. */
+  get isOffline(): boolean {
+    return this.offline;
+  }
+
+  /** Never throws: every failure ends in an invalid result with a reason. */
+  async validate(): Promise<ValidationResult> {
+    if (this.closed) return this.invalid(false, [{ tier: 'online', code: 'CLIENT_CLOSED', message: 'the client is closed' }]);
+    try {
+      return await this.runChain();
+    } catch (error) {
+      return this.invalid(this.offline, [{ tier: 'online', code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) }]);
+    }
+  }
+
+  /**
+   * Reports usage of an entitlement. Online it is counted at once; when the server cannot be
+   * reached and offline usage reporting is on, it waits in a crash-safe queue and is sent,
+   * in order and exactly once, when the server is back.
+   */
+  async reportUsage(code: string, quantity: number): Promise<UsageResult> {
+    const report: QueuedUsage = {
+      entitlement_code: code,
+      quantity,
+      occurred_at: this.clock.now().toISOString(),
+      idempotency_key: randomUUID(),
+    };
+    if (!this.offline) {
+      const reply = await this.sendUsage(report);
+      if (reply.kind === 'answer') {
+        if (reply.status === 200 || reply.status === 201) return { accepted: true, queued: false, remaining: reply.body.remaining as number | null };
+        throw rejection(reply.body, reply.status);
+      }
+    }
+    if (!this.options.offline.enabled || !this.options.offline.allowOfflineUsageReporting) {
+      throw new LicenseClientError('SERVER_UNREACHABLE', 'the server cannot be reached and offline usage reporting is off');
+    }
+    await this.store.enqueue(report);
+    return { accepted: false, queued: true };
+  }
+
+  /** Stops every timer; the client answers nothing afterwards. */
+  close(): void {
+    this.closed = true;
+    this.clearTimers();
+  }
+
+  private async runChain(): Promise<ValidationResult> {
+    const online = await this.validateOnline();
+    if (online.kind === 'result') {
+      if (this.offline) await this.leaveOfflineMode();
+      else if (online.result.valid) void this.flushQueue();
+      return online.result;
+    }
+    const failures: TierFailure[] = [{ tier: 'online', code: 'SERVER_UNREACHABLE', message: online.reason }];
+    if (!this.options.offline.enabled) return this.invalid(false, failures);
+
+    const result = (await this.fromLicenseFile(failures)) ?? (await this.fromGraceToken(failures)) ?? this.invalid(true, failures);
+    if (!this.offline) {
+      this.offline = true;
+      this.retryAttempt = 0;
+      this.callbacks.onOfflineModeEnter?.(await this.remainingGraceMs());
+      this.scheduleRetry();
+    }
+    if (!result.valid && failures.some((failure) => failure.code === 'GRACE_TOKEN_EXPIRED') && !this.graceExpiredFired) {
+      this.graceExpiredFired = true;
+      this.callbacks.onGracePeriodExpired?.();
+    }
+    return result;
+  }
+
+  private async validateOnline(): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string }> {
+    const reply = await postJson(
+      `${this.options.baseUrl}/api/v1/validate`,
+      { license_key: this.options.licenseKey, hardware_id: this.hardwareId, version: this.options.version },
+      this.options.requestTimeout,
+    );
+    if (reply.kind === 'unreachable') return reply;
+    const { body, status } = reply;
+    if (status === 200 && body.valid === true && typeof body.grace_token === 'string' && Array.isArray(body.entitlements) && typeof body.license_id === 'string') {
+      let decryptionKey: Uint8Array | undefined;
+      if (typeof body.encrypted_key === 'string') {
+        try {
+          decryptionKey = unsealDecryptionKey(body.encrypted_key, this.hardwareId, body.license_id);
+        } catch (error) {
+          return { kind: 'result', result: this.invalid(false, [failureOf('online', error)]) };
+        }
+      }
+      await this.rememberOnline(body);
+      this.graceExpiredFired = false;
+      return {
+        kind: 'result',
+        result: this.valid('online', body.entitlements as LicenseFileEntitlement[], body.license_id, decryptionKey),
+      };
+    }
+    if (status === 200 && body.valid === false && typeof body.reason === 'string') {
+      // Authoritative: a revoked license must not live on offline.
+      await this.store.deleteGrace();
+      const message = typeof body.message === 'string' ? body.message : 'the server says the license is not valid';
+      return { kind: 'result', result: this.invalid(false, [{ tier: 'online', code: body.reason, message }]) };
+    }
+    if (status === 200) return { kind: 'unreachable', reason: 'the server answered JSON of an unexpected shape' };
+    const error = body.error as { code?: unknown; message?: unknown } | undefined;
+    return {
+      kind: 'result',
+      result: this.invalid(false, [{
+        tier: 'online',
+        code: typeof error?.code === 'string' ? error.code : `HTTP_${status}`,
+        message: typeof error?.message === 'string' ? error.message : `the server refused the request (HTTP ${status})`,
+      }]),
+    };
+  }
+
+  /** Caches the grace token (only one that verifies) and advances the trusted time. */
+  private async rememberOnline(body: Record<string, unknown>): Promise<void> {
+    if (!this.options.offline.enabled) return;
+    const serverTime = Date.parse(String(body.server_time));
+    await this.advanceTrustedTime(Number.isNaN(serverTime) ? this.clock.now().getTime() : serverTime);
+    try {
+      verifyGraceToken(String(body.grace_token), this.options.offline.publicKey!, { now: this.clock.now(), hardwareId: this.hardwareId });
+    } catch {
+      return;
+    }
+    await this.store.writeGrace({
+      token: String(body.grace_token),
+      license_id: String(body.license_id),
+      entitlements: body.entitlements as LicenseFileEntitlement[],
+      saved_at: this.clock.now().toISOString(),
+    });
+  }
+
+  private async fromLicenseFile(failures: TierFailure[]): Promise<ValidationResult | undefined> {
+    const file = this.options.offline.licenseFile!;
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(file);
+    } catch (error) {
+      failures.push({ tier: 'license-file', code: 'LICENSE_FILE_UNREADABLE', message: `cannot read ${file}: ${describeFsError(error)}` });
+      return undefined;
+    }
+    const now = this.clock.now();
+    const rollback = await this.clockRollback(now);
+    if (rollback) {
+      failures.push({ tier: 'license-file', ...rollback });
+      return undefined;
+    }
+    try {
+      const verified = verifyLicenseFile(bytes, { publicKey: this.options.offline.publicKey!, hardwareId: this.hardwareId, now });
+      if (verified.payload.license_key_prefix !== this.keyPrefix) {
+        failures.push({ tier: 'license-file', code: 'LICENSE_FILE_MISMATCH', message: 'the license file is for another license key' });
+        return undefined;
+      }
+      await this.advanceTrustedTime(Math.max(now.getTime(), Date.parse(verified.payload.issued_at)));
+      return this.valid('license-file', verified.payload.entitlements, verified.payload.license_id, verified.decryptionKey);
+    } catch (error) {
+      failures.push(failureOf('license-file', error));
+      return undefined;
+    }
+  }
+
+  private async fromGraceToken(failures: TierFailure[]): Promise<ValidationResult | undefined> {
+    const cached = await this.store.readGrace();
+    if (!cached) {
+      failures.push({ tier: 'grace-token', code: 'NO_GRACE_TOKEN', message: 'no usable grace token is cached' });
+      return undefined;
+    }
+    const now = this.clock.now();
+    const rollback = await this.clockRollback(now);
+    if (rollback) {
+      failures.push({ tier: 'grace-token', ...rollback });
+      return undefined;
+    }
+    try {
+      const { claims } = verifyGraceToken(cached.token, this.options.offline.publicKey!, { now, hardwareId: this.hardwareId });
+      if (claims.license_key_prefix !== this.keyPrefix) {
+        failures.push({ tier: 'grace-token', code: 'GRACE_TOKEN_MISMATCH', message: 'the cached grace token is for another license key' });
+        return undefined;
+      }
+      await this.advanceTrustedTime(now.getTime());
+      this.scheduleGraceExpiry(claims.exp * 1000 - now.getTime());
+      return this.valid('grace-token', claims.entitlements, claims.license_id, undefined);
+    } catch (error) {
+      failures.push(failureOf('grace-token', error));
+      return undefined;
+    }
+  }
+
+  /** Refuses offline answers when the clock stands well before a time already trusted. */
+  private async clockRollback(now: Date): Promise<{ code: string; message: string } | undefined> {
+    const trusted = await this.store.readTrustedTime();
+    if (trusted === undefined || now.getTime() >= trusted - CLOCK_ROLLBACK_TOLERANCE_MS) return undefined;
+    return {
+      code: 'CLOCK_ROLLBACK',
+      message: `the system clock (${now.toISOString()}) is behind a time already seen (${new Date(trusted).toISOString()}); it was set back`,
+    };
+  }
+
+  private async advanceTrustedTime(ms: number): Promise<void> {
+    const trusted = await this.store.readTrustedTime();
+    if (trusted === undefined || ms > trusted) await this.store.writeTrustedTime(ms);
+  }
+
+  private async remainingGraceMs(): Promise<number> {
+    const cached = await this.store.readGrace();
+    if (!cached) return 0;
+    try {
+      const { claims } = verifyGraceToken(cached.token, this.options.offline.publicKey!, { now: this.clock.now(), hardwareId: this.hardwareId });
+      return Math.max(0, claims.exp * 1000 - this.clock.now().getTime());
+    } catch {
+      return 0;
+    }
+  }
+
+  private scheduleRetry(): void {
+    if (this.closed || !this.offline) return;
+    const { retryInterval, maxRetryInterval, maxRetryAttempts } = this.options.offline;
+    if (maxRetryAttempts > 0 && this.retryAttempt >= maxRetryAttempts) return;
+    const delay = Math.min(retryInterval * 2 ** this.retryAttempt, maxRetryInterval);
+    this.retryTimer = this.clock.setTimeout(() => void this.retry(), delay);
+  }
+
+  private async retry(): Promise<void> {
+    this.retryTimer = undefined;
+    if (this.closed || !this.offline) return;
+    this.retryAttempt += 1;
+    try {
+      const online = await this.validateOnline();
+      if (online.kind === 'result') {
+        await this.leaveOfflineMode();
+        return;
+      }
+    } catch {
+      // Same as unreachable: try again later.
+    }
+    this.scheduleRetry();
+  }
+
+  private scheduleGraceExpiry(inMs: number): void {
+    if (this.graceTimer !== undefined) this.clock.clearTimeout(this.graceTimer);
+    // When the token runs out, the chain runs again: the server may be back, or the grace is over.
+    this.graceTimer = this.clock.setTimeout(() => {
+      this.graceTimer = undefined;
+      if (!this.closed && this.offline) void this.validate();
+    }, Math.max(0, inMs));
+  }
+
+  private async leaveOfflineMode(): Promise<void> {
+    if (!this.offline) return;
+    this.offline = false;
+    this.clearTimers();
+    this.callbacks.onOfflineModeExit?.();
+    await this.flushQueue();
+  }
+
+  /** Sends queued reports in order; stops at the first that cannot reach the server. */
+  private flushQueue(): Promise<void> {
+    if (!this.options.offline.enabled) return Promise.resolve();
+    this.flushing ??= (async () => {
+      try {
+        for (const { file, report } of await this.store.queued()) {
+          const reply = await this.sendUsage(report);
+          if (reply.kind === 'unreachable') return;
+          if (reply.status === 200 || reply.status === 201) await this.store.dequeue(file);
+          else await this.store.setAside(file);
+        }
+      } finally {
+        this.flushing = undefined;
+      }
+    })();
+    return this.flushing;
+  }
+
+  private sendUsage(report: QueuedUsage): Promise<ServerReply> {
+    return postJson(
+      `${this.options.baseUrl}/api/v1/usage`,
+      { license_key: this.options.licenseKey, hardware_id: this.hardwareId, ...report },
+      this.options.requestTimeout,
+    );
+  }
+
+  private clearTimers(): void {
+    if (this.retryTimer !== undefined) this.clock.clearTimeout(this.retryTimer);
+    if (this.graceTimer !== undefined) this.clock.clearTimeout(this.graceTimer);
+    this.retryTimer = undefined;
+    this.graceTimer = undefined;
+  }
+
+  private valid(source: Tier, entitlements: readonly LicenseFileEntitlement[], licenseId: string, decryptionKey: Uint8Array | undefined): ValidationResult {
+    const isOffline = source !== 'online';
+    const restricted = this.options.offline.restrictedEntitlements;
+    const codes = new Set(entitlements.map((entitlement) => entitlement.code));
+    return {
+      valid: true,
+      isOffline,
+      source,
+      licenseId,
+      entitlements,
+      failures: [],
+      ...(decryptionKey ? { decryptionKey } : {}),
+      hasEntitlement: (code: string) => codes.has(code) && !(isOffline && restricted.has(code)),
+    };
+  }
+
+  private invalid(isOffline: boolean, failures: readonly TierFailure[]): ValidationResult {
+    return {
+      valid: false,
+      isOffline,
+      entitlements: [],
+      reason: failures[failures.length - 1]?.code,
+      failures,
+      hasEntitlement: () => false,
+    };
+  }
+}
+
+function failureOf(tier: Tier, error: unknown): TierFailure {
+  if (isLicenseServerError(error)) return { tier, code: error.code, message: error.message };
+  return { tier, code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
+}
+
+function rejection(body: Record<string, unknown>, status: number): LicenseClientError {
+  const error = body.error as { code?: unknown; message?: unknown } | undefined;
+  return new LicenseClientError(
+    typeof error?.code === 'string' ? error.code : `HTTP_${status}`,
+    typeof error?.message === 'string' ? error.message : `the server refused the report (HTTP ${status})`,
+  );
+}

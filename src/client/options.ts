@@ -1,0 +1,146 @@
+import { homedir, platform } from 'node:os';
+import path from 'node:path';
+import { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';
+
+/** Spec section 2.6, in camelCase. Durations are milliseconds. */
+export interface OfflineOptions {
+  readonly enabled?: boolean;
+  /** Where the grace token, the trusted time and the usage queue live (created 0700). */
+  readonly cacheDir?: string;
+  /** The `.lic` file; required when offline mode is enabled. */
+  readonly licenseFile?: string;
+  /** The server's Ed25519 public key: 32 raw bytes or the PEM of `signing-key show`. Required. */
+  readonly publicKey?: Uint8Array | string;
+  readonly retryInterval?: number;
+  readonly maxRetryInterval?: number;
+  /** 0: retry for ever. */
+  readonly maxRetryAttempts?: number;
+  /** Entitlement codes that answer false from hasEntitlement while offline. */
+  readonly restrictedEntitlements?: readonly string[];
+  readonly allowOfflineUsageReporting?: boolean;
+}
+
+/** What the client needs from time: the real clock, or a test's. */
+export interface Clock {
+  now(): Date;
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+export interface LicenseClientOptions {
+  /** `host:port` of the license server. */
+  readonly serverAddr: string;
+  /** Talk HTTPS to the server. */
+  readonly https?: boolean;
+  readonly licenseKey: string;
+  /** The application's version, sent with every validation. */
+  readonly version: string;
+  /** A custom hardware ID; derived from the machine when omitted (docs/client.md). */
+  readonly hardwareId?: string;
+  readonly offline?: OfflineOptions;
+  /** Every network call gives up after this long (default 10 s). */
+  readonly requestTimeout?: number;
+  readonly onOfflineModeEnter?: (remainingGraceMs: number) => void;
+  readonly onOfflineModeExit?: () => void;
+  readonly onGracePeriodExpired?: () => void;
+  /** For tests: a clock whose time and timers the test controls. */
+  readonly clock?: Clock;
+}
+
+export interface ResolvedOptions {
+  readonly baseUrl: string;
+  readonly licenseKey: string;
+  readonly version: string;
+  readonly requestTimeout: number;
+  readonly offline: {
+    readonly enabled: boolean;
+    readonly cacheDir: string;
+    readonly licenseFile: string | undefined;
+    readonly publicKey: Uint8Array | undefined;
+    readonly retryInterval: number;
+    readonly maxRetryInterval: number;
+    readonly maxRetryAttempts: number;
+    readonly restrictedEntitlements: ReadonlySet<string>;
+    readonly allowOfflineUsageReporting: boolean;
+  };
+}
+
+export class LicenseClientConfigError extends Error {
+  override readonly name = 'LicenseClientConfigError';
+}
+
+/** Checks the options at construction, with the spec's messages for the spec's two cases. */
+export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
+  const fail = (message: string): never => {
+    throw new LicenseClientConfigError(message);
+  };
+  if (typeof options.serverAddr !== 'string' || !/^[^\s/:]+(:\d{1,5})?$|^\[[0-9a-fA-F:]+\](:\d{1,5})?$/.test(options.serverAddr)) {
+    fail('server address must be <host>:<port>');
+  }
+  if (typeof options.licenseKey !== 'string' || options.licenseKey.trim() === '') fail('license key is required');
+  if (typeof options.version !== 'string' || options.version === '') fail('version is required');
+  const offline = options.offline ?? {};
+  const enabled = offline.enabled === true;
+  if (enabled && !offline.licenseFile) fail('license file path is required');
+  if (enabled && offline.publicKey === undefined) fail('public key is required');
+  let publicKey: Uint8Array | undefined;
+  if (offline.publicKey !== undefined) {
+    try {
+      publicKey = typeof offline.publicKey === 'string' ? publicKeyFromPem(offline.publicKey) : Uint8Array.from(offline.publicKey);
+    } catch {
+      return fail('public key must be 32 raw Ed25519 bytes or a PEM "PUBLIC KEY"');
+    }
+    if (publicKey.length !== 32) fail('public key must be 32 raw Ed25519 bytes or a PEM "PUBLIC KEY"');
+  }
+  const duration = (value: number | undefined, fallback: number, name: string) => {
+    const result = value ?? fallback;
+    if (!Number.isFinite(result) || result <= 0) fail(`${name} must be a positive number of milliseconds`);
+    return result;
+  };
+  const retryInterval = duration(offline.retryInterval, 30_000, 'retryInterval');
+  const maxRetryInterval = duration(offline.maxRetryInterval, 300_000, 'maxRetryInterval');
+  if (maxRetryInterval < retryInterval) fail('maxRetryInterval must not be less than retryInterval');
+  const maxRetryAttempts = offline.maxRetryAttempts ?? 0;
+  if (!Number.isSafeInteger(maxRetryAttempts) || maxRetryAttempts < 0) fail('maxRetryAttempts must be a non-negative integer (0: unlimited)');
+  return {
+    baseUrl: `${options.https ? 'https' : 'http'}://${options.serverAddr}`,
+    licenseKey: options.licenseKey.trim(),
+    version: options.version,
+    requestTimeout: duration(options.requestTimeout, 10_000, 'requestTimeout'),
+    offline: {
+      enabled,
+      cacheDir: offline.cacheDir ?? defaultCacheDir(),
+      licenseFile: offline.licenseFile,
+      publicKey,
+      retryInterval,
+      maxRetryInterval,
+      maxRetryAttempts,
+      restrictedEntitlements: new Set(offline.restrictedEntitlements ?? []),
+      allowOfflineUsageReporting: offline.allowOfflineUsageReporting === true,
+    },
+  };
+}
+
+/** The OS configuration directory, as the spec's Go client would use (os.UserConfigDir). */
+export function defaultCacheDir(): string {
+  const home = homedir();
+  switch (platform()) {
+    case 'win32':
+      return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'license-server-client');
+    case 'darwin':
+      return path.join(home, 'Library', 'Application Support', 'license-server-client');
+    default:
+      return path.join(process.env.XDG_CONFIG_HOME || path.join(home, '.config'), 'license-server-client');
+  }
+}
+
+export const systemClock: Clock = {
+  now: () => new Date(),
+  setTimeout: (callback, ms) => {
+    const handle = setTimeout(callback, ms);
+    // A license check must never keep the application alive on its own.
+    handle.unref();
+    return handle;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};

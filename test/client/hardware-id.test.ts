@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { collectAttributes, deriveHardwareId, type HardwareSources } from '../../src/client/hardware-id.js';
+
+function sources(overrides: Partial<HardwareSources> = {}): HardwareSources {
+  const files: Record<string, string> = {
+    '/etc/machine-id': '4f1c9e2a8b7d4c3e9f0a1b2c3d4e5f60',
+    '/sys/block/sda/device/serial': 'WD-WCC4N1234567',
+    '/sys/block/loop0/device/serial': 'ignored',
+  };
+  return {
+    readFile: (file) => files[file],
+    listDir: (dir) => (dir === '/sys/block' ? ['sda', 'loop0'] : []),
+    cpuModel: () => 'Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz',
+    interfaces: () => [
+      { name: 'lo', mac: '00:00:00:00:00:00', internal: true },
+      { name: 'eth0', mac: '3C:7C:3F:1A:2B:3C', internal: false },
+      { name: 'docker0', mac: '02:42:ac:11:00:02', internal: false },
+      { name: 'wlan0', mac: '5a:11:22:33:44:55', internal: false },
+      { name: 'veth12ab', mac: '7e:00:00:00:00:01', internal: false },
+    ],
+    hostname: () => 'build-host',
+    platform: () => 'linux',
+    ...overrides,
+  };
+}
+
+describe('hardware ID', () => {
+  it('uses the machine id, CPU model, physical MAC addresses and disk serials, skipping virtual ones', () => {
+    assert.deepEqual(collectAttributes(sources()), [
+      'cpu=Intel(R) Xeon(R) CPU E5-2680 v4 @ 2.40GHz',
+      'disk=WD-WCC4N1234567',
+      'mac=3c:7c:3f:1a:2b:3c',
+      'machine-id=4f1c9e2a8b7d4c3e9f0a1b2c3d4e5f60',
+    ]);
+  });
+
+  it('is a hash: stable for the same machine, different for another, never the raw values', () => {
+    const id = deriveHardwareId(sources());
+    assert.match(id, /^hw1-[0-9a-f]{40}$/);
+    assert.equal(deriveHardwareId(sources()), id);
+    assert.notEqual(deriveHardwareId(sources({ cpuModel: () => 'AMD EPYC 7763' })), id);
+    for (const raw of ['4f1c9e2a', 'WD-WCC4N', '3c:7c:3f']) assert.ok(!id.includes(raw));
+  });
+
+  it('does not change when a container or VPN interface comes and goes', () => {
+    const base = sources();
+    const withVpn = sources({ interfaces: () => [...base.interfaces(), { name: 'tun0', mac: '00:ff:11:22:33:44', internal: false }] });
+    assert.equal(deriveHardwareId(withVpn), deriveHardwareId(base));
+  });
+
+  it('falls back to the host name when nothing stable can be read', () => {
+    const bare = sources({ readFile: () => undefined, listDir: () => [], cpuModel: () => undefined, interfaces: () => [] });
+    assert.deepEqual(collectAttributes(bare), ['host=linux/build-host']);
+  });
+
+  it('is the same on this machine across calls', () => {
+    assert.equal(deriveHardwareId(), deriveHardwareId());
+  });
+});
