@@ -52,7 +52,7 @@ forEachEngine('HTTP API against a real serve process', (fixture) => {
   });
 
   it('refuses admin routes without a valid bearer token (401 + WWW-Authenticate)', async () => {
-    for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: 'Bearer lsat_wrong' }]) {
+    for (const headers of [{} as Record<string, string>, { authorization: 'Basic abc' }, { authorization: 'Bearer' }, { authorization: 'Bearer lsat_wrong' }]) {
       const result = await expectError(call('GET', '/api/signing-key', { token: undefined as never, headers }), 401, 'UNAUTHORIZED');
       assert.equal(result.headers.get('www-authenticate'), 'Bearer');
     }

@@ -98,7 +98,8 @@ describe('fuzzing a running daemon', function () {
           case 7:
             if (body !== undefined) {
               const bytes = Buffer.from(body);
-              bytes[Math.floor(random() * bytes.length)] ^= 1 << Math.floor(random() * 8);
+              const at = Math.floor(random() * bytes.length);
+              bytes[at] = bytes[at]! ^ (1 << Math.floor(random() * 8));
               body = bytes.toString('latin1');
             }
             break;
