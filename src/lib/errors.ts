@@ -20,6 +20,8 @@ export const EXIT = {
   validity: 10,
   hardware: 11,
   io: 12,
+  backup: 13,
+  backupKey: 14,
 } as const;
 
 interface ErrorSpec {
@@ -117,6 +119,19 @@ export const ERROR_TABLE = {
   GRACE_TOKEN_EXPIRED: { exit: EXIT.validity, http: 422, hint: 'Validate online again to get a new grace token.' },
   LISTEN_FAILED: { exit: EXIT.unavailable, http: 500, hint: 'Pick a free port with --port, or stop what listens there.' },
   SHUTTING_DOWN: { exit: EXIT.unavailable, http: 503, hint: 'The server is stopping; retry against another instance or after restart.' },
+  BACKUP_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List backups with `license-server backup list`.' },
+  BACKUP_IN_PROGRESS: { exit: EXIT.conflict, http: 409, hint: 'Another backup, restore or prune is running; try again when it is done.' },
+  DATABASE_IN_USE: {
+    exit: EXIT.conflict,
+    http: 409,
+    hint: 'Stop the daemon first, or restore through its API (POST /api/backups/{id}/restore).',
+  },
+  RESTORE_NOT_CONFIRMED: { exit: EXIT.usage, http: 400, hint: 'Pass --yes to restore without a prompt.' },
+  BACKUP_INVALID: { exit: EXIT.backup, http: 422, hint: 'This file is not a license-server backup, or not a complete one.' },
+  BACKUP_CORRUPT: { exit: EXIT.backup, http: 422, hint: 'The file is damaged; use another backup.' },
+  BACKUP_UNSUPPORTED: { exit: EXIT.backup, http: 422, hint: 'Restore it with a license-server as new as the one that made it.' },
+  BACKUP_KEY_REQUIRED: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },
+  BACKUP_WRONG_KEY: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },
   FILE_WRITE_FAILED: { exit: EXIT.io, http: 500, hint: 'Check free space, permissions and that the medium is still mounted.' },
   DATABASE_UNAVAILABLE: {
     exit: EXIT.unavailable,
