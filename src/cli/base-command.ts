@@ -98,6 +98,11 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (!this.jsonEnabled()) this.log(text);
   }
 
+  /** A warning on standard error, as one plain line (oclif's warn() wraps and decorates). */
+  protected warnLine(text: string): void {
+    this.logToStderr(`warning: ${text}`);
+  }
+
   /**
    * Asks for a value the user did not pass, but only on a terminal: a script or cron job
    * gets a usage error naming the flag instead of a prompt that would hang.

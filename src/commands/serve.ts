@@ -23,8 +23,11 @@ On first start it creates the signing key and, when no admin token exists, a boo
       import('../http/app.js'),
       import('../http/server.js'),
     ]);
-    const db = await openDatabase(settings.database.url);
+    const { DAEMON_APPLICATION_NAME, registerDaemon } = await import('../lib/backup/daemon-registry.js');
+    const db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME });
     const context = { actor: 'serve' };
+    // Lets a CLI restore see that this database is being served.
+    const unregister = await registerDaemon(settings.database.url);
     try {
       const key = await ensureSigningKey(db, context);
       const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context);
@@ -51,6 +54,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       await stopped;
     } finally {
       await db.close();
+      await unregister();
     }
   }
 }

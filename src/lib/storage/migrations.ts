@@ -144,10 +144,30 @@ export const MIGRATIONS: readonly Migration[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
 
+/**
+ * Every table, parents before children, with the schema version that created it: the order
+ * in which a dump loads them. test/lib/backup/tables.test.ts fails when a migration adds a
+ * table that is missing here.
+ */
+export const TABLES: ReadonlyArray<{ readonly name: string; readonly since: number }> = [
+  { name: 'schema_migrations', since: 1 },
+  { name: 'customers', since: 1 },
+  { name: 'entitlements', since: 1 },
+  { name: 'licenses', since: 1 },
+  { name: 'license_entitlements', since: 1 },
+  { name: 'signing_keys', since: 1 },
+  { name: 'admin_tokens', since: 1 },
+  { name: 'audit_log', since: 1 },
+  { name: 'notification_email_templates', since: 1 },
+  { name: 'notification_webhooks', since: 1 },
+  { name: 'notification_alert_rules', since: 1 },
+  { name: 'usage_records', since: 2 },
+];
+
 // Arbitrary but fixed: every license-server process takes this advisory lock to migrate.
 const PG_MIGRATION_LOCK = 0x4c53_4d31;
 
-const MIGRATIONS_TABLE = {
+export const MIGRATIONS_TABLE = {
   sqlite: `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`,
   postgres: `CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`,
 };

@@ -30,13 +30,13 @@ export class PostgresDatabase implements Database {
   }
 
   /** Connects, and fails at once with DATABASE_UNAVAILABLE when the server cannot be used. */
-  static async open(url: string): Promise<PostgresDatabase> {
+  static async open(url: string, applicationName = 'license-server'): Promise<PostgresDatabase> {
     const pool = new pg.Pool({
       connectionString: url,
       max: 10,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       idleTimeoutMillis: 10_000,
-      application_name: 'license-server',
+      application_name: applicationName,
       types,
     });
     // An idle client that loses its connection emits here; without a listener the process dies.

@@ -1,0 +1,47 @@
+import { Args, Flags } from '@oclif/core';
+import { BaseCommand } from '../../cli/base-command.js';
+import { withProgress } from '../../cli/progress.js';
+import { LicenseServerError } from '../../lib/errors.js';
+import type { RestoreReport } from '../../lib/backup/restore.js';
+
+export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
+  static override description = `Restore a backup: database, configuration and notification settings.
+Validates the backup first and takes a pre-restore backup of the current state. SQLite is swapped atomically; PostgreSQL is replaced in one transaction. Refuses while a daemon uses the database (restore through its API instead). Asks for confirmation on a terminal; scripts pass --yes.`;
+  static override examples = ['<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c', '<%= config.bin %> backup restore /mnt/usb/20261122T101500123Z-3f9a1c.backup.tar.gz.enc --yes'];
+  static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file (e.g. copied to a new host).', required: true }) };
+  static override flags = {
+    yes: Flags.boolean({ description: 'Restore without asking.', default: false }),
+    path: Flags.string({ description: 'Backup directory (default: backup.path).' }),
+  };
+
+  async run(): Promise<RestoreReport> {
+    const config = await this.resolveConfig();
+    if (!this.flags.yes) await this.confirm(`Replace the current data with backup ${this.args.backup}? A pre-restore backup is taken first.`);
+    const { restoreBackup } = await import('../../lib/backup/restore.js');
+    const report = await withProgress(Boolean(process.stderr.isTTY) && !this.jsonEnabled(), 'Restoring', (progress) =>
+      restoreBackup({
+        config,
+        reference: this.args.backup,
+        toolVersion: this.config.version,
+        context: this.operationContext(),
+        directory: this.flags.path,
+        onPhase: (phase, total) => progress.phase({ validate: 'Validating the backup', 'safety-backup': 'Backing up the current state', restore: 'Restoring' }[phase], total),
+        onProgress: (bytes) => progress.bytes(bytes),
+      }),
+    );
+    const migrated = report.migrated_to !== report.schema_version ? `, migrated from schema ${report.schema_version} to ${report.migrated_to}` : '';
+    const safety = report.pre_restore_backup_id ? `; the previous state is backup ${report.pre_restore_backup_id}` : '';
+    this.say(`restored backup ${report.backup_id} (${report.engine}${migrated})${safety}`);
+    if (report.replaced_config) this.say(`configuration restored; the replaced file is kept as ${report.replaced_config}`);
+    return report;
+  }
+
+  private async confirm(question: string): Promise<void> {
+    if (!process.stdin.isTTY || !process.stdout.isTTY || this.jsonEnabled()) {
+      throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'a restore replaces the current data; without a terminal to ask on, pass --yes');
+    }
+    const { default: inquirer } = await import('inquirer');
+    const { proceed } = await inquirer.prompt([{ type: 'confirm', name: 'proceed', message: question, default: false }]);
+    if (!proceed) throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the restore was not confirmed; nothing was changed');
+  }
+}

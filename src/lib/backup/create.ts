@@ -1,0 +1,153 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { recordAudit } from '../audit.js';
+import type { ResolvedConfig } from '../config/resolve.js';
+import { displayEntries } from '../config/resolve.js';
+import { now, type OperationContext } from '../context.js';
+import { LicenseServerError } from '../errors.js';
+import { syncDirectory } from '../files/durable-write.js';
+import { describeFsError } from '../fs-errors.js';
+import { currentVersion } from '../storage/migrations.js';
+import type { Database } from '../storage/types.js';
+import { digestFile, writeArchive, type ArchiveEntry, type EntryName, type Progress } from './archive.js';
+import { acquireBackupLock } from './lock.js';
+import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './manifest.js';
+import { archiveName, recordFrom, writeIndex, type BackupRecord } from './repository.js';
+import { exportNotifications, sanitizedConfigFile } from './settings-export.js';
+import { snapshotSqlite } from './sqlite-snapshot.js';
+import { verifyArchive } from './verify.js';
+
+export interface CreateBackupOptions {
+  readonly db: Database;
+  readonly config: ResolvedConfig;
+  readonly trigger: Trigger;
+  readonly toolVersion: string;
+  readonly context: OperationContext;
+  /** Overrides backup.path. */
+  readonly directory?: string;
+  /** Set by a restore that already holds the lock for its pre-restore backup. */
+  readonly lockHeld?: boolean;
+  /** Phases and bytes, for a progress display. */
+  readonly onPhase?: (phase: 'snapshot' | 'pack' | 'verify', totalBytes?: number) => void;
+  readonly onProgress?: Progress;
+}
+
+/** `20261122T101500123Z-3f9a1c`: the creation time to the millisecond, then 24 random bits. */
+export function newBackupId(at: Date): string {
+  return `${at.toISOString().replace(/[-:.]/g, '')}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Makes one backup (spec 1, 2.8): a consistent database snapshot, the configuration
+ * (secrets removed) and the notification settings, packed, compressed, encrypted when a
+ * key is set; written as .partial, fsynced, renamed, the directory fsynced; then read back
+ * whole, every chunk and checksum checked, and only then listed (its index written) and
+ * audited. Anything that fails leaves no listed backup and no partial file.
+ */
+export async function createBackup(options: CreateBackupOptions): Promise<BackupRecord> {
+  const { db, config, context } = options;
+  const directory = path.resolve(options.directory ?? config.settings.backup.path);
+  const key = config.settings.backup.encryptionKey;
+  try {
+    await mkdir(directory, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new LicenseServerError('FILE_WRITE_FAILED', `cannot create the backup directory ${directory}: ${describeFsError(error)}`);
+  }
+  const release = options.lockHeld ? async () => undefined : await acquireBackupLock(directory, 'create', now(context));
+  const started = now(context);
+  const id = newBackupId(started);
+  const work = await mkdtemp(path.join(directory, `.tmp-${id}-`));
+  const finalName = archiveName(id, key !== undefined);
+  const partial = path.join(directory, `${finalName}.partial`);
+  try {
+    options.onPhase?.('snapshot');
+    const entries: ArchiveEntry[] = [];
+    const addFile = async (name: EntryName, file: string) => entries.push({ name, path: file, size: (await stat(file)).size });
+    const addData = (name: EntryName, data: Buffer) => entries.push({ name, data, size: data.length });
+    if (db.engine === 'sqlite') {
+      const snapshot = path.join(work, 'sqlite.db');
+      await snapshotSqlite(db.location, snapshot);
+      await addFile('database/sqlite.db', snapshot);
+    } else {
+      const { dumpPostgres } = await import('./postgres-dump.js');
+      const dump = path.join(work, 'postgres.sql');
+      await dumpPostgres(config.settings.database.url, dump);
+      await addFile('database/postgres.sql', dump);
+    }
+    if (config.configFile) addData('config/config.yaml', await sanitizedConfigFile(config.configFile));
+    addData('config/effective.json', Buffer.from(`${JSON.stringify(displayEntries(config).filter((e) => !e.key.includes('key') && e.key !== 'admin_token'), null, 2)}\n`));
+    addData('notifications.json', await exportNotifications(db));
+
+    const digests = [];
+    for (const entry of entries) {
+      const digest = entry.data ? await digestOfBuffer(entry.data) : await digestFile(entry.path!);
+      digests.push({ name: entry.name, ...digest });
+    }
+    const manifest: Manifest = {
+      format: BACKUP_FORMAT,
+      format_version: BACKUP_FORMAT_VERSION,
+      backup_id: id,
+      created_at: started.toISOString(),
+      tool_version: options.toolVersion,
+      engine: db.engine,
+      schema_version: await currentVersion(db),
+      trigger: options.trigger,
+      entries: digests,
+    };
+    const manifestBytes = Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`, 'utf8');
+    const all: ArchiveEntry[] = [{ name: 'manifest.json', data: manifestBytes, size: manifestBytes.length }, ...entries];
+
+    options.onPhase?.('pack', entries.reduce((sum, entry) => sum + entry.size, 0));
+    let written;
+    try {
+      written = await writeArchive(partial, all, { key, onProgress: options.onProgress });
+      await fsyncFile(partial);
+      await rename(partial, path.join(directory, finalName));
+      await syncDirectory(directory);
+    } catch (error) {
+      if (error instanceof LicenseServerError) throw error;
+      throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write the backup into ${directory}: ${describeFsError(error)}`);
+    }
+
+    options.onPhase?.('verify', written.size);
+    const archive = path.join(directory, finalName);
+    try {
+      await verifyArchive(archive, { key, onProgress: options.onProgress });
+      const reread = await digestFile(archive);
+      if (reread.sha256 !== written.sha256) throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the file read back differs from what was written');
+    } catch (error) {
+      await rm(archive, { force: true });
+      throw error;
+    }
+    const record = recordFrom(manifest, { name: finalName, size: written.size, sha256: written.sha256 }, key !== undefined, now(context));
+    await writeIndex(directory, record);
+    await db.transaction((tx) =>
+      recordAudit(tx, context, {
+        action: 'backup.created',
+        entityType: 'backup',
+        entityId: id,
+        details: { trigger: record.trigger, size: record.size, encrypted: record.encrypted, file: record.file },
+      }),
+    );
+    return record;
+  } finally {
+    await rm(partial, { force: true }).catch(() => undefined);
+    await rm(work, { recursive: true, force: true }).catch(() => undefined);
+    await release();
+  }
+}
+
+function digestOfBuffer(data: Buffer) {
+  return { size: data.length, sha256: createHash('sha256').update(data).digest('hex') };
+}
+
+async function fsyncFile(file: string): Promise<void> {
+  const handle = await open(file, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+

@@ -1,0 +1,64 @@
+import { open, readFile, rm } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import path from 'node:path';
+import { LicenseServerError } from '../errors.js';
+
+interface Holder {
+  readonly pid: number;
+  readonly host: string;
+  readonly operation: string;
+  readonly started_at: string;
+}
+
+/**
+ * One backup, restore or prune at a time per backup directory: a lock file holding the
+ * holder's pid, host and start time, taken with O_EXCL. A lock whose process is gone (same
+ * host, pid not running) is stale and taken over. Returns the release function.
+ */
+export async function acquireBackupLock(directory: string, operation: string, now: Date = new Date()): Promise<() => Promise<void>> {
+  const file = path.join(directory, '.lock');
+  const holder: Holder = { pid: process.pid, host: hostname(), operation, started_at: now.toISOString() };
+  for (let attempt = 0; attempt < 2; attempt += 1) {
+    try {
+      const handle = await open(file, 'wx', 0o600);
+      await handle.writeFile(JSON.stringify(holder));
+      await handle.sync();
+      await handle.close();
+      return async () => {
+        await rm(file, { force: true });
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const current = await readHolder(file);
+      if (current && isAlive(current)) {
+        throw new LicenseServerError(
+          'BACKUP_IN_PROGRESS',
+          `a backup ${current.operation} started at ${current.started_at} by process ${current.pid} on ${current.host} is still running`,
+        );
+      }
+      await rm(file, { force: true });
+    }
+  }
+  throw new LicenseServerError('BACKUP_IN_PROGRESS', 'another process took the backup lock at the same moment');
+}
+
+async function readHolder(file: string): Promise<Holder | undefined> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as Holder;
+  } catch {
+    // Unreadable or half-written: its writer died between open and write.
+    return undefined;
+  }
+}
+
+function isAlive(holder: Holder): boolean {
+  // A lock from another host cannot be checked from here: it is respected.
+  if (holder.host !== hostname()) return true;
+  if (holder.pid === process.pid) return true;
+  try {
+    process.kill(holder.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

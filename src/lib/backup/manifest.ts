@@ -1,0 +1,63 @@
+import { LicenseServerError } from '../errors.js';
+import type { Engine } from '../storage/types.js';
+import { ENTRY_NAMES, type EntryName, type FileDigest } from './archive.js';
+
+export const BACKUP_FORMAT = 'license-server-backup';
+export const BACKUP_FORMAT_VERSION = 1;
+export const TRIGGERS = ['manual', 'scheduled', 'pre-restore'] as const;
+export type Trigger = (typeof TRIGGERS)[number];
+
+export interface ManifestEntry extends FileDigest {
+  readonly name: EntryName;
+}
+
+/** The first entry of every archive (docs/backup-format.md, "manifest.json"). */
+export interface Manifest {
+  readonly format: typeof BACKUP_FORMAT;
+  readonly format_version: number;
+  readonly backup_id: string;
+  readonly created_at: string;
+  readonly tool_version: string;
+  readonly engine: Engine;
+  readonly schema_version: number;
+  readonly trigger: Trigger;
+  readonly entries: readonly ManifestEntry[];
+}
+
+/** `20261122T101500123Z-3f9a1c`: sorts by time, safe in a file name and a URL. */
+export const BACKUP_ID = /^\d{8}T\d{9}Z-[0-9a-f]{6}$/;
+
+export function parseManifest(text: string): Manifest {
+  const invalid = (reason: string): never => {
+    throw new LicenseServerError('BACKUP_INVALID', `the backup manifest is invalid: ${reason}`);
+  };
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return invalid('it is not JSON');
+  }
+  if (typeof value !== 'object' || value === null) return invalid('it is not an object');
+  const m = value as Record<string, unknown>;
+  if (m.format !== BACKUP_FORMAT) invalid(`"format" is not ${BACKUP_FORMAT}`);
+  if (m.format_version !== BACKUP_FORMAT_VERSION) {
+    throw new LicenseServerError('BACKUP_UNSUPPORTED', `backup format version ${String(m.format_version)} is not supported (this license-server reads ${BACKUP_FORMAT_VERSION})`);
+  }
+  if (typeof m.backup_id !== 'string' || !BACKUP_ID.test(m.backup_id)) invalid('"backup_id" is malformed');
+  if (typeof m.created_at !== 'string' || Number.isNaN(Date.parse(m.created_at))) invalid('"created_at" is not a timestamp');
+  if (m.engine !== 'sqlite' && m.engine !== 'postgres') invalid('"engine" is neither sqlite nor postgres');
+  if (!Number.isSafeInteger(m.schema_version) || (m.schema_version as number) < 1) invalid('"schema_version" is not a positive integer');
+  if (!(TRIGGERS as readonly string[]).includes(m.trigger as string)) invalid('"trigger" is unknown');
+  if (!Array.isArray(m.entries)) return invalid('"entries" is not an array');
+  const names = new Set<string>();
+  for (const entry of m.entries as Array<Record<string, unknown>>) {
+    if (!(ENTRY_NAMES as readonly string[]).includes(entry?.name as string) || entry.name === 'manifest.json') invalid('an entry has an unknown name');
+    if (names.has(entry.name as string)) invalid(`entry ${String(entry.name)} is listed twice`);
+    names.add(entry.name as string);
+    if (!Number.isSafeInteger(entry.size) || (entry.size as number) < 0) invalid(`entry ${String(entry.name)} has no size`);
+    if (typeof entry.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(entry.sha256)) invalid(`entry ${String(entry.name)} has no SHA-256`);
+  }
+  const database = m.engine === 'sqlite' ? 'database/sqlite.db' : 'database/postgres.sql';
+  if (!names.has(database)) invalid(`it lists no ${database}`);
+  return value as Manifest;
+}

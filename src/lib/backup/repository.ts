@@ -1,0 +1,113 @@
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { LicenseServerError } from '../errors.js';
+import { syncDirectory, writeFileDurably } from '../files/durable-write.js';
+import type { Engine } from '../storage/types.js';
+import { BACKUP_ID, type Manifest, type Trigger } from './manifest.js';
+
+/**
+ * The backup directory: `<id>.backup.tar.gz[.enc]` archives, each listed by an index file
+ * `<id>.backup.json` written only after the archive was read back and verified. A backup
+ * without its index is not listed, not pruned into, and not restorable by id: it is either
+ * still being written or was never completed.
+ */
+export interface BackupRecord {
+  readonly backup_id: string;
+  readonly created_at: string;
+  readonly trigger: Trigger;
+  readonly engine: Engine;
+  readonly schema_version: number;
+  readonly encrypted: boolean;
+  readonly tool_version: string;
+  /** The archive's file name in the backup directory. */
+  readonly file: string;
+  readonly size: number;
+  readonly sha256: string;
+  readonly verified_at: string;
+}
+
+export function archiveName(id: string, encrypted: boolean): string {
+  return `${id}.backup.tar.gz${encrypted ? '.enc' : ''}`;
+}
+
+function indexName(id: string): string {
+  return `${id}.backup.json`;
+}
+
+export function recordFrom(manifest: Manifest, file: { name: string; size: number; sha256: string }, encrypted: boolean, verifiedAt: Date): BackupRecord {
+  return {
+    backup_id: manifest.backup_id,
+    created_at: manifest.created_at,
+    trigger: manifest.trigger,
+    engine: manifest.engine,
+    schema_version: manifest.schema_version,
+    encrypted,
+    tool_version: manifest.tool_version,
+    file: file.name,
+    size: file.size,
+    sha256: file.sha256,
+    verified_at: verifiedAt.toISOString(),
+  };
+}
+
+export async function writeIndex(directory: string, record: BackupRecord): Promise<void> {
+  await writeFileDurably(path.join(directory, indexName(record.backup_id)), `${JSON.stringify(record, null, 2)}\n`, { overwrite: true, mode: 0o600 });
+}
+
+/** Newest first. Reads only the small index files, never an archive, and needs no database. */
+export async function listBackups(directory: string): Promise<BackupRecord[]> {
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const records: BackupRecord[] = [];
+  for (const name of names) {
+    const match = /^(.+)\.backup\.json$/.exec(name);
+    if (!match || !BACKUP_ID.test(match[1]!)) continue;
+    const record = await readIndex(directory, match[1]!);
+    if (record) records.push(record);
+  }
+  return records.sort((a, b) => (a.backup_id < b.backup_id ? 1 : a.backup_id > b.backup_id ? -1 : 0));
+}
+
+/** The index of a backup whose archive is present with the size the index recorded. */
+async function readIndex(directory: string, id: string): Promise<BackupRecord | undefined> {
+  try {
+    const record = JSON.parse(await readFile(path.join(directory, indexName(id)), 'utf8')) as BackupRecord;
+    if (record.backup_id !== id || record.file !== archiveName(id, record.encrypted)) return undefined;
+    const info = await stat(path.join(directory, record.file));
+    return info.size === record.size ? record : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A backup named by its id (looked up in the directory, never used as a path) or by the
+ * path of an archive file (for restoring on a new host from a copied file).
+ */
+export async function resolveBackup(directory: string, reference: string): Promise<{ file: string; record?: BackupRecord }> {
+  if (BACKUP_ID.test(reference)) {
+    const record = await readIndex(directory, reference);
+    if (!record) throw new LicenseServerError('BACKUP_NOT_FOUND', `no complete backup has the id ${reference}`);
+    return { file: path.join(directory, record.file), record };
+  }
+  if (/\.backup\.tar\.gz(\.enc)?$/.test(reference) || reference.includes(path.sep) || reference.includes('/')) {
+    try {
+      if ((await stat(reference)).isFile()) return { file: path.resolve(reference) };
+    } catch {
+      // fall through
+    }
+  }
+  throw new LicenseServerError('BACKUP_NOT_FOUND', `no backup has the id or path ${JSON.stringify(reference.slice(0, 100))}`);
+}
+
+/** Unlists first (the index), then removes the archive: a crash in between leaves an unlisted file. */
+export async function deleteBackup(directory: string, record: BackupRecord): Promise<void> {
+  await rm(path.join(directory, indexName(record.backup_id)), { force: true });
+  await syncDirectory(directory);
+  await rm(path.join(directory, record.file), { force: true });
+}

@@ -1,0 +1,184 @@
+import { chmod, mkdtemp, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { recordAudit } from '../audit.js';
+import type { ResolvedConfig } from '../config/resolve.js';
+import { now, type OperationContext } from '../context.js';
+import { LicenseServerError } from '../errors.js';
+import { syncDirectory, writeFileDurably } from '../files/durable-write.js';
+import { isPostgresUrl, openDatabase } from '../storage/open.js';
+import { SCHEMA_VERSION } from '../storage/migrations.js';
+import type { Progress } from './archive.js';
+import { createBackup } from './create.js';
+import { daemonUsing } from './daemon-registry.js';
+import { acquireBackupLock } from './lock.js';
+import type { Manifest } from './manifest.js';
+import { resolveBackup, type BackupRecord } from './repository.js';
+import { mergeRestoredConfig } from './settings-export.js';
+import { checkSqlite } from './sqlite-snapshot.js';
+import { verifyArchive } from './verify.js';
+
+export interface RestoreOptions {
+  readonly config: ResolvedConfig;
+  readonly reference: string;
+  readonly toolVersion: string;
+  readonly context: OperationContext;
+  readonly directory?: string;
+  readonly onPhase?: (phase: 'validate' | 'safety-backup' | 'restore', totalBytes?: number) => void;
+  readonly onProgress?: Progress;
+}
+
+export interface RestoreReport {
+  readonly backup_id: string;
+  readonly engine: string;
+  /** The schema version of the backup, and of the database after any migration. */
+  readonly schema_version: number;
+  readonly migrated_to: number;
+  /** The backup of the state just replaced, or null when there was no database yet. */
+  readonly pre_restore_backup_id: string | null;
+  /** Where the replaced config.yaml was kept, when the backup carried one. */
+  readonly replaced_config: string | null;
+}
+
+/**
+ * Restores a backup (spec 4.4): validate it whole first; refuse one from a newer schema and
+ * one while a daemon uses the database; take a pre-restore backup of the current state;
+ * then swap. SQLite: the validated snapshot is integrity-checked, fsynced and renamed over
+ * the database after the old one's WAL was checkpointed away, so the file is at every
+ * moment either the old database or the new one. PostgreSQL: one transaction. Older
+ * schemas are migrated after the swap; the configuration file is replaced (the old one
+ * kept beside it) with this host's secrets carried over.
+ */
+export async function restoreBackup(options: RestoreOptions): Promise<RestoreReport> {
+  const { config, context } = options;
+  const { settings } = config;
+  const directory = path.resolve(options.directory ?? settings.backup.path);
+  const release = await acquireBackupLock(directory, 'restore', now(context));
+  const postgres = isPostgresUrl(settings.database.url);
+  const stagingParent = postgres ? directory : path.dirname(settings.database.url);
+  let staging: string | undefined;
+  try {
+    const { file } = await resolveBackup(directory, options.reference);
+    options.onPhase?.('validate', (await stat(file)).size);
+    staging = await mkdtemp(path.join(stagingParent, '.restore-'));
+    const archive = await verifyArchive(file, { key: settings.backup.encryptionKey, extractTo: staging, onProgress: options.onProgress });
+    const { manifest } = archive;
+    checkCompatible(manifest, postgres ? 'postgres' : 'sqlite');
+    if (!postgres) await checkSqlite(archive.files.get('database/sqlite.db')!, 'integrity_check');
+    const user = await daemonUsing(settings.database.url);
+    if (user) {
+      throw new LicenseServerError('DATABASE_IN_USE', `a license-server daemon (${user}) is using the database; stop it or restore through its API`);
+    }
+
+    options.onPhase?.('safety-backup');
+    const safety = await preRestoreBackup(options, directory);
+
+    options.onPhase?.('restore');
+    if (postgres) {
+      const { restorePostgres } = await import('./postgres-restore.js');
+      await restorePostgres(settings.database.url, archive.files.get('database/postgres.sql')!);
+    } else {
+      await swapSqlite(settings.database.url, archive.files.get('database/sqlite.db')!);
+    }
+    const db = await openDatabase(settings.database.url);
+    let migratedTo: number;
+    try {
+      migratedTo = (await (await import('../storage/migrations.js')).migrate(db)).to;
+      await db.transaction((tx) =>
+        recordAudit(tx, context, {
+          action: 'backup.restored',
+          entityType: 'backup',
+          entityId: manifest.backup_id,
+          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo },
+        }),
+      );
+    } finally {
+      await db.close();
+    }
+    const replacedConfig = archive.files.has('config/config.yaml')
+      ? await restoreConfigFile(config, archive.files.get('config/config.yaml')!, now(context))
+      : null;
+    return {
+      backup_id: manifest.backup_id,
+      engine: manifest.engine,
+      schema_version: manifest.schema_version,
+      migrated_to: migratedTo,
+      pre_restore_backup_id: safety?.backup_id ?? null,
+      replaced_config: replacedConfig,
+    };
+  } finally {
+    if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    await release();
+  }
+}
+
+function checkCompatible(manifest: Manifest, engine: 'sqlite' | 'postgres'): void {
+  if (manifest.schema_version > SCHEMA_VERSION) {
+    throw new LicenseServerError(
+      'BACKUP_UNSUPPORTED',
+      `the backup has schema version ${manifest.schema_version}, newer than this license-server knows (${SCHEMA_VERSION}); restore it with a newer release`,
+    );
+  }
+  if (manifest.engine !== engine) {
+    throw new LicenseServerError('BACKUP_UNSUPPORTED', `the backup is of a ${manifest.engine} database and database.url is ${engine}; restore it onto ${manifest.engine}`);
+  }
+}
+
+async function preRestoreBackup(options: RestoreOptions, directory: string): Promise<BackupRecord | undefined> {
+  const url = options.config.settings.database.url;
+  if (!isPostgresUrl(url)) {
+    try {
+      await stat(url);
+    } catch {
+      return undefined; // a fresh host: nothing to keep
+    }
+  }
+  const db = await openDatabase(url, { migrate: false });
+  try {
+    const tables = await db.query("SELECT 1 FROM schema_migrations LIMIT 1").catch(() => undefined);
+    if (!tables) return undefined;
+    return await createBackup({ db, config: options.config, trigger: 'pre-restore', toolVersion: options.toolVersion, context: options.context, directory, lockHeld: true });
+  } finally {
+    await db.close();
+  }
+}
+
+async function swapSqlite(database: string, snapshot: string): Promise<void> {
+  const { default: Database } = await import('better-sqlite3');
+  try {
+    await stat(database);
+    // Fold the old WAL into the old file first: a WAL left beside the new file would be replayed into it.
+    const old = new Database(database, { timeout: 5000 });
+    try {
+      old.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      old.close();
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  await chmod(snapshot, 0o600);
+  const handle = await open(snapshot, 'r+');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rm(`${database}-wal`, { force: true });
+  await rm(`${database}-shm`, { force: true });
+  await rename(snapshot, database);
+  await syncDirectory(path.dirname(database));
+}
+
+async function restoreConfigFile(config: ResolvedConfig, restored: string, at: Date): Promise<string> {
+  const target = config.configFile ?? path.join(config.settings.dataDir, 'config.yaml');
+  let current: string | undefined;
+  try {
+    current = await readFile(target, 'utf8');
+  } catch {
+    current = undefined;
+  }
+  const kept = `${target}.replaced-${at.toISOString().replace(/[-:.]/g, '')}`;
+  if (current !== undefined) await writeFileDurably(kept, current, { mode: 0o600 });
+  await writeFileDurably(target, await mergeRestoredConfig(await readFile(restored), current), { overwrite: true, mode: 0o600 });
+  return current !== undefined ? kept : target;
+}
