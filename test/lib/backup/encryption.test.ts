@@ -88,7 +88,7 @@ describe('backup encryption (chunked AES-256-GCM)', () => {
   it('hands out no plaintext of a chunk whose tag fails', async () => {
     const ciphertext = await encrypt(randomBytes(3 * CHUNK));
     const damaged = Buffer.from(ciphertext);
-    damaged[HEADER_LENGTH + CHUNK + TAG_LENGTH + 5] ^= 1;
+    damaged[HEADER_LENGTH + CHUNK + TAG_LENGTH + 5] = damaged[HEADER_LENGTH + CHUNK + TAG_LENGTH + 5]! ^ 1;
     const seen: Buffer[] = [];
     const split = HEADER_LENGTH + CHUNK + TAG_LENGTH + 1;
     async function* slowly() {
