@@ -11,14 +11,15 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
     path: Flags.string({ description: 'Directory to write the backup to (default: backup.path).' }),
   };
 
-  async run(): Promise<BackupRecord> {
+  async run(): Promise<BackupRecord & { pruned: string[] }> {
     const interactive = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
     const record = await this.withDatabase(async (db, config) => {
       if (!config.settings.backup.encryptionKey) {
         this.warnLine('backup.encryption_key is not set: this backup is not encrypted, and anyone who holds the file can read licenses, customers and the signing key.');
       }
       const { createBackup } = await import('../../lib/backup/create.js');
-      return withProgress(interactive, 'Backing up', (progress) =>
+      const { pruneBackups } = await import('../../lib/backup/retention.js');
+      const created = await withProgress(interactive, 'Backing up', (progress) =>
         createBackup({
           db,
           config,
@@ -30,8 +31,13 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
           onProgress: (bytes) => progress.bytes(bytes),
         }),
       );
+      // Retention runs only after a verified backup exists, so it can never leave none.
+      const directory = this.flags.path ?? config.settings.backup.path;
+      const plan = await pruneBackups({ directory, policy: config.settings.backup, context: this.operationContext(), db });
+      return { ...created, pruned: plan.remove.map((backup) => backup.backup_id) };
     });
-    this.say(`created backup ${record.backup_id}: ${formatBytes(record.size)}, ${record.engine}, schema ${record.schema_version}, ${record.encrypted ? 'encrypted' : 'NOT encrypted'}, verified (${record.file})`);
+    const pruned = record.pruned.length ? `; pruned ${record.pruned.length} old backup(s)` : '';
+    this.say(`created backup ${record.backup_id}: ${formatBytes(record.size)}, ${record.engine}, schema ${record.schema_version}, ${record.encrypted ? 'encrypted' : 'NOT encrypted'}, verified (${record.file})${pruned}`);
     return record;
   }
 }

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { recordAudit } from '../audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
@@ -52,6 +52,8 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   const { config, context } = options;
   const { settings } = config;
   const directory = path.resolve(options.directory ?? settings.backup.path);
+  // On a new host the backup directory may not exist yet; the pre-restore backup goes there too.
+  await mkdir(directory, { recursive: true, mode: 0o700 });
   const release = await acquireBackupLock(directory, 'restore', now(context));
   const postgres = isPostgresUrl(settings.database.url);
   const stagingParent = postgres ? directory : path.dirname(settings.database.url);
@@ -59,6 +61,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   try {
     const { file } = await resolveBackup(directory, options.reference);
     options.onPhase?.('validate', (await stat(file)).size);
+    await mkdir(stagingParent, { recursive: true, mode: 0o700 });
     staging = await mkdtemp(path.join(stagingParent, '.restore-'));
     const archive = await verifyArchive(file, { key: settings.backup.encryptionKey, extractTo: staging, onProgress: options.onProgress });
     const { manifest } = archive;

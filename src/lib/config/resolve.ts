@@ -27,6 +27,9 @@ export interface Settings {
     readonly path: string;
     readonly encryptionKey: Buffer | undefined;
     readonly retentionDays: number;
+    readonly keepDaily: number;
+    readonly keepWeekly: number;
+    readonly keepMonthly: number;
   };
 }
 
@@ -113,6 +116,9 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       path: get('backup.path'),
       encryptionKey: get('backup.encryption_key'),
       retentionDays: get('backup.retention_days'),
+      keepDaily: get('backup.keep_daily'),
+      keepWeekly: get('backup.keep_weekly'),
+      keepMonthly: get('backup.keep_monthly'),
     },
   };
   if ((settings.server.tlsCert === undefined) !== (settings.server.tlsKey === undefined)) {

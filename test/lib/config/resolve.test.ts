@@ -48,7 +48,9 @@ describe('configuration', () => {
     assert.equal(settings.issuer, 'license-server');
     assert.equal(settings.grace.hours, 72);
     assert.equal(settings.adminToken, undefined);
-    assert.deepEqual(settings.backup, { enabled: false, path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30 });
+    assert.deepEqual(settings.backup, {
+      enabled: false, path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30, keepDaily: 7, keepWeekly: 4, keepMonthly: 3,
+    });
   });
 
   it('takes flags over LICENSE_* variables over config.yaml over defaults, and says which', async () => {

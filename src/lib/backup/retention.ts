@@ -1,0 +1,87 @@
+import { recordAudit } from '../audit.js';
+import { now, type OperationContext } from '../context.js';
+import type { Database } from '../storage/types.js';
+import { acquireBackupLock } from './lock.js';
+import { deleteBackup, listBackups, type BackupRecord } from './repository.js';
+
+export interface RetentionPolicy {
+  readonly retentionDays: number;
+  readonly keepDaily: number;
+  readonly keepWeekly: number;
+  readonly keepMonthly: number;
+}
+
+export interface RetentionPlan {
+  readonly keep: ReadonlyArray<{ readonly backup: BackupRecord; readonly reasons: readonly string[] }>;
+  readonly remove: readonly BackupRecord[];
+}
+
+/**
+ * Which listed backups to keep (docs/backup-format.md, "Retention"): the newest always; every
+ * backup younger than retention_days; and grandfather-father-son keeps: the newest backup of
+ * each of the last keep_daily days, keep_weekly ISO weeks and keep_monthly months that have
+ * one (UTC). Everything else goes. Only listed (complete, verified) backups are counted.
+ */
+export function planRetention(backups: readonly BackupRecord[], policy: RetentionPolicy, at: Date): RetentionPlan {
+  const newestFirst = [...backups].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
+  const reasons = new Map<string, string[]>();
+  const keep = (backup: BackupRecord, reason: string) => reasons.set(backup.backup_id, [...(reasons.get(backup.backup_id) ?? []), reason]);
+  if (newestFirst[0]) keep(newestFirst[0], 'newest');
+  const cutoff = at.getTime() - policy.retentionDays * 86_400_000;
+  for (const backup of newestFirst) if (Date.parse(backup.created_at) >= cutoff) keep(backup, `younger than ${policy.retentionDays} days`);
+  const bucketed = (count: number, label: string, bucket: (date: Date) => string) => {
+    const seen = new Set<string>();
+    for (const backup of newestFirst) {
+      if (seen.size >= count) break;
+      const key = bucket(new Date(backup.created_at));
+      if (seen.has(key)) continue;
+      seen.add(key);
+      keep(backup, `${label} ${key}`);
+    }
+  };
+  bucketed(policy.keepDaily, 'daily', (date) => date.toISOString().slice(0, 10));
+  bucketed(policy.keepWeekly, 'weekly', isoWeek);
+  bucketed(policy.keepMonthly, 'monthly', (date) => date.toISOString().slice(0, 7));
+  return {
+    keep: newestFirst.filter((b) => reasons.has(b.backup_id)).map((backup) => ({ backup, reasons: reasons.get(backup.backup_id)! })),
+    remove: newestFirst.filter((b) => !reasons.has(b.backup_id)),
+  };
+}
+
+/** `2026-W47`: ISO 8601 week-numbering year and week. */
+export function isoWeek(date: Date): string {
+  const day = new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()));
+  const weekday = day.getUTCDay() || 7;
+  day.setUTCDate(day.getUTCDate() + 4 - weekday);
+  const yearStart = Date.UTC(day.getUTCFullYear(), 0, 1);
+  const week = Math.ceil(((day.getTime() - yearStart) / 86_400_000 + 1) / 7);
+  return `${day.getUTCFullYear()}-W${String(week).padStart(2, '0')}`;
+}
+
+/** Applies the plan under the backup lock (never while a restore reads a backup), audited. */
+export async function pruneBackups(options: {
+  directory: string;
+  policy: RetentionPolicy;
+  context: OperationContext;
+  dryRun?: boolean;
+  db?: Database;
+}): Promise<RetentionPlan> {
+  const release = options.dryRun ? async () => undefined : await acquireBackupLock(options.directory, 'prune', now(options.context));
+  try {
+    const plan = planRetention(await listBackups(options.directory), options.policy, now(options.context));
+    if (options.dryRun) return plan;
+    for (const backup of plan.remove) await deleteBackup(options.directory, backup);
+    if (options.db && plan.remove.length > 0) {
+      await options.db.transaction((tx) =>
+        recordAudit(tx, options.context, {
+          action: 'backup.pruned',
+          entityType: 'backup',
+          details: { removed: plan.remove.map((backup) => backup.backup_id), kept: plan.keep.length },
+        }),
+      );
+    }
+    return plan;
+  } finally {
+    await release();
+  }
+}
