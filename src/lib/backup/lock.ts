@@ -1,4 +1,4 @@
-import { open, readFile, rm } from 'node:fs/promises';
+import { open, readdir, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
@@ -24,6 +24,7 @@ export async function acquireBackupLock(directory: string, operation: string, no
       await handle.writeFile(JSON.stringify(holder));
       await handle.sync();
       await handle.close();
+      await removeLeftovers(directory);
       return async () => {
         await rm(file, { force: true });
       };
@@ -40,6 +41,16 @@ export async function acquireBackupLock(directory: string, operation: string, no
     }
   }
   throw new LicenseServerError('BACKUP_IN_PROGRESS', 'another process took the backup lock at the same moment');
+}
+
+/**
+ * Whatever a killed create or restore left behind: only the lock holder writes these, so
+ * with the lock in hand they are all stale.
+ */
+async function removeLeftovers(directory: string): Promise<void> {
+  for (const name of await readdir(directory).catch(() => [] as string[])) {
+    if (name.startsWith('.tmp-') || name.endsWith('.partial')) await rm(path.join(directory, name), { recursive: true, force: true });
+  }
 }
 
 async function readHolder(file: string): Promise<Holder | undefined> {

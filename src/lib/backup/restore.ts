@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { recordAudit } from '../audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
@@ -62,6 +62,10 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     const { file } = await resolveBackup(directory, options.reference);
     options.onPhase?.('validate', (await stat(file)).size);
     await mkdir(stagingParent, { recursive: true, mode: 0o700 });
+    // A restore killed earlier left its staging directory; with the lock held it is ours to remove.
+    for (const name of await readdir(stagingParent)) {
+      if (name.startsWith('.restore-')) await rm(path.join(stagingParent, name), { recursive: true, force: true });
+    }
     staging = await mkdtemp(path.join(stagingParent, '.restore-'));
     const archive = await verifyArchive(file, { key: settings.backup.encryptionKey, extractTo: staging, onProgress: options.onProgress });
     const { manifest } = archive;

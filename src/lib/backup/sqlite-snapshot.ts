@@ -12,6 +12,12 @@ export async function snapshotSqlite(source: string, target: string): Promise<vo
   const db = new Database(source, { readonly: true, fileMustExist: true, timeout: 5000 });
   try {
     db.prepare('VACUUM INTO ?').run(target);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE' || code === 'SQLITE_CANTOPEN') {
+      throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write the database snapshot: ${code === 'SQLITE_FULL' ? 'no space left on the device' : code}`);
+    }
+    throw error;
   } finally {
     db.close();
   }
