@@ -215,3 +215,90 @@ forEachEngine('backups from the command line', (fixture) => {
     assert.equal(ok(await cli(['backup', 'list', '--json'])).json().length, before);
   });
 });
+
+describe('backups across schema versions and engines', () => {
+  let work: string;
+  before(() => {
+    work = mkdtempSync(path.join(tmpdir(), 'license-backup-x-'));
+  });
+  after(() => rmSync(work, { recursive: true, force: true }));
+
+  it('restores a backup of an older schema and migrates it', async () => {
+    const { migrate, SCHEMA_VERSION } = await import('../../src/lib/storage/migrations.js');
+    const { createBackup } = await import('../../src/lib/backup/create.js');
+    const { resolveConfig } = await import('../../src/lib/config/resolve.js');
+    const source = path.join(work, 'old', 'license-server.db');
+    const env = { LICENSE_DATABASE_URL: source, LICENSE_BACKUP_PATH: path.join(work, 'backups') };
+    const db = await openDatabase(source, { migrate: false });
+    try {
+      await migrate(db, 1);
+      await db.execute("INSERT INTO customers (id, name, active, created_at, updated_at) VALUES ('00000000-0000-4000-8000-000000000001', 'From v1', 1, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')");
+      const config = await resolveConfig({ env, cwd: work });
+      const record = await createBackup({ db, config, trigger: 'manual', toolVersion: 'old', context: { actor: 'test' } });
+      assert.equal(record.schema_version, 1);
+      const target = { ...env, LICENSE_DATABASE_URL: path.join(work, 'new', 'license-server.db') };
+      const report = ok(await runCli(['backup', 'restore', record.backup_id, '--yes', '--json'], { env: target, cwd: work })).json();
+      assert.deepEqual([report.schema_version, report.migrated_to], [1, SCHEMA_VERSION]);
+      assert.deepEqual(ok(await runCli(['customer', 'list', '--json'], { env: target, cwd: work })).json().map((c: { name: string }) => c.name), ['From v1']);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('lists backups while the database is down', async () => {
+    const result = ok(await runCli(['backup', 'list', '--json'], { env: { LICENSE_DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none', LICENSE_BACKUP_PATH: path.join(work, 'backups') }, cwd: work }));
+    assert.equal(result.json().length, 1);
+  });
+});
+
+describe('PostgreSQL backups by hand', () => {
+  let work: string;
+  let source: string | undefined;
+  let target: string | undefined;
+  before(async function () {
+    const { requirePostgres, createTestDatabase } = await import('../support/postgres.js');
+    await requirePostgres(this);
+    work = mkdtempSync(path.join(tmpdir(), 'license-backup-pg-'));
+    source = await createTestDatabase();
+    target = await createTestDatabase();
+  });
+  after(async () => {
+    const { dropTestDatabase } = await import('../support/postgres.js');
+    for (const url of [source, target]) if (url) await dropTestDatabase(url);
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('decrypted and decompressed as docs/backup-format.md says, the dump loads with psql alone', async () => {
+    const env = { LICENSE_DATABASE_URL: source!, LICENSE_BACKUP_PATH: path.join(work, 'backups'), LICENSE_BACKUP_ENCRYPTION_KEY: KEY };
+    const customer = ok(await runCli(['customer', 'create', '--name', 'Back\\slash & "quotes" ü', '--json'], { env, cwd: work })).json();
+    ok(await runCli(['entitlement', 'create', '--code', 'seats', '--name', 'Seats'], { env, cwd: work }));
+    ok(await runCli(['license', 'create', '--customer', customer.id, '--type', 'hybrid', '--valid-until', '2099-01-01', '--entitlement', 'seats:3', '--with-decryption-key'], { env, cwd: work }));
+    const backup = ok(await runCli(['backup', 'create', '--json'], { env, cwd: work })).json();
+    const doc = readFileSync(new URL('../../docs/backup-format.md', import.meta.url), 'utf8');
+    writeFileSync(path.join(work, 'decrypt.mjs'), /### Decrypting by hand[\s\S]*?```js\n([\s\S]*?)```/.exec(doc)![1]!);
+    const plain = execFileSync(process.execPath, [path.join(work, 'decrypt.mjs'), path.join(work, 'backups', backup.file), KEY], { maxBuffer: 1 << 30 });
+    writeFileSync(path.join(work, 'plain.tar.gz'), plain);
+    execFileSync('tar', ['-xzf', path.join(work, 'plain.tar.gz'), '-C', work, 'database/postgres.sql']);
+    execFileSync('psql', ['--single-transaction', '-v', 'ON_ERROR_STOP=1', '-q', '-d', target!, '-f', path.join(work, 'database', 'postgres.sql')], { stdio: 'pipe' });
+    const before = await dumpRows(source!);
+    const after = await dumpRows(target!);
+    for (const table of TABLES) {
+      if (table.name !== 'audit_log') assert.deepEqual(after[table.name], before[table.name], table.name);
+    }
+    assert.equal(after.audit_log!.length, before.audit_log!.length - 1, 'all but the backup\'s own creation, which came after its snapshot');
+  });
+
+  it('takes a PostgreSQL advisory lock, so two hosts cannot back up one database at once', async () => {
+    const pg = (await import('pg')).default;
+    const holder = new pg.Client({ connectionString: source! });
+    await holder.connect();
+    try {
+      await holder.query('SELECT pg_advisory_lock($1)', [0x4c53_424b]);
+      const result = await runCli(['backup', 'create'], { env: { LICENSE_DATABASE_URL: source!, LICENSE_BACKUP_PATH: path.join(work, 'other-host') }, cwd: work });
+      assert.equal(result.code, 5, result.stderr);
+      assert.match(result.stderr, /another host is backing up or restoring/);
+    } finally {
+      await holder.end();
+    }
+  });
+});

@@ -54,7 +54,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
   } catch (error) {
     throw new LicenseServerError('FILE_WRITE_FAILED', `cannot create the backup directory ${directory}: ${describeFsError(error)}`);
   }
-  const release = options.lockHeld ? async () => undefined : await acquireBackupLock(directory, 'create', now(context));
+  const release = options.lockHeld ? async () => undefined : await acquireBackupLock(directory, 'create', now(context), config.settings.database.url);
   const started = now(context);
   const id = newBackupId(started);
   const work = await mkdtemp(path.join(directory, `.tmp-${id}-`));

@@ -15,7 +15,55 @@ interface Holder {
  * holder's pid, host and start time, taken with O_EXCL. A lock whose process is gone (same
  * host, pid not running) is stale and taken over. Returns the release function.
  */
-export async function acquireBackupLock(directory: string, operation: string, now: Date = new Date()): Promise<() => Promise<void>> {
+export async function acquireBackupLock(
+  directory: string,
+  operation: string,
+  now: Date = new Date(),
+  databaseUrl?: string,
+): Promise<() => Promise<void>> {
+  const releaseFile = await acquireFileLock(directory, operation, now);
+  if (!databaseUrl || !/^postgres(ql)?:\/\//i.test(databaseUrl)) return releaseFile;
+  try {
+    const releaseAdvisory = await acquireAdvisoryLock(databaseUrl, operation);
+    return async () => {
+      await releaseAdvisory();
+      await releaseFile();
+    };
+  } catch (error) {
+    await releaseFile();
+    throw error;
+  }
+}
+
+// Arbitrary but fixed, and different from the migration lock.
+const PG_BACKUP_LOCK = 0x4c53_424b;
+
+/**
+ * Two hosts with their own backup directories can share one PostgreSQL database; a session
+ * advisory lock, held on a connection of its own for the whole operation, keeps them from
+ * backing up or restoring it at the same time.
+ */
+async function acquireAdvisoryLock(databaseUrl: string, operation: string): Promise<() => Promise<void>> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: databaseUrl, application_name: `license-server ${operation}` });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch {
+    // No database to coordinate through (a restore onto a server that is down fails later, clearly).
+    return async () => undefined;
+  }
+  const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PG_BACKUP_LOCK]);
+  if (!rows[0]?.locked) {
+    await client.end().catch(() => undefined);
+    throw new LicenseServerError('BACKUP_IN_PROGRESS', 'another host is backing up or restoring this PostgreSQL database right now');
+  }
+  return async () => {
+    await client.end().catch(() => undefined);
+  };
+}
+
+async function acquireFileLock(directory: string, operation: string, now: Date): Promise<() => Promise<void>> {
   const file = path.join(directory, '.lock');
   const holder: Holder = { pid: process.pid, host: hostname(), operation, started_at: now.toISOString() };
   for (let attempt = 0; attempt < 2; attempt += 1) {

@@ -54,7 +54,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   const directory = path.resolve(options.directory ?? settings.backup.path);
   // On a new host the backup directory may not exist yet; the pre-restore backup goes there too.
   await mkdir(directory, { recursive: true, mode: 0o700 });
-  const release = await acquireBackupLock(directory, 'restore', now(context));
+  const release = await acquireBackupLock(directory, 'restore', now(context), settings.database.url);
   const postgres = isPostgresUrl(settings.database.url);
   const stagingParent = postgres ? directory : path.dirname(settings.database.url);
   let staging: string | undefined;

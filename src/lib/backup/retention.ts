@@ -65,8 +65,11 @@ export async function pruneBackups(options: {
   context: OperationContext;
   dryRun?: boolean;
   db?: Database;
+  databaseUrl?: string;
 }): Promise<RetentionPlan> {
-  const release = options.dryRun ? async () => undefined : await acquireBackupLock(options.directory, 'prune', now(options.context));
+  const release = options.dryRun
+    ? async () => undefined
+    : await acquireBackupLock(options.directory, 'prune', now(options.context), options.databaseUrl);
   try {
     const plan = planRetention(await listBackups(options.directory), options.policy, now(options.context));
     if (options.dryRun) return plan;

@@ -176,13 +176,14 @@ export const MIGRATIONS_TABLE = {
  * Brings the schema to SCHEMA_VERSION. Safe when several processes start at once: the
  * work happens in one transaction holding the engine's write lock (SQLite BEGIN IMMEDIATE,
  * a PostgreSQL advisory lock), so the second process finds the work done. A database
- * migrated by a newer release is refused rather than touched.
+ * migrated by a newer release is refused rather than touched. `target` is for tests that
+ * need a database of an older schema.
  */
-export async function migrate(db: Database): Promise<{ from: number; to: number }> {
+export async function migrate(db: Database, target: number = SCHEMA_VERSION): Promise<{ from: number; to: number }> {
   const seen = await currentVersion(db).catch(() => undefined);
   if (seen !== undefined) {
     refuseNewer(seen);
-    if (seen === SCHEMA_VERSION) return { from: seen, to: seen };
+    if (seen >= target) return { from: seen, to: seen };
   }
   return db.transaction(async (tx) => {
     if (db.engine === 'postgres') await tx.query('SELECT pg_advisory_xact_lock(?)', [PG_MIGRATION_LOCK]);
@@ -190,7 +191,7 @@ export async function migrate(db: Database): Promise<{ from: number; to: number 
     const from = await currentVersion(tx);
     refuseNewer(from);
     for (const migration of MIGRATIONS) {
-      if (migration.version <= from) continue;
+      if (migration.version <= from || migration.version > target) continue;
       for (const statement of migration[db.engine]) await tx.execute(statement);
       await tx.execute('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)', [
         migration.version,
@@ -198,7 +199,7 @@ export async function migrate(db: Database): Promise<{ from: number; to: number 
         new Date().toISOString(),
       ]);
     }
-    return { from, to: SCHEMA_VERSION };
+    return { from, to: Math.max(from, Math.min(target, SCHEMA_VERSION)) };
   });
 }
 
