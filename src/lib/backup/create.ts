@@ -76,7 +76,8 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       await addFile('database/postgres.sql', dump);
     }
     if (config.configFile) addData('config/config.yaml', await sanitizedConfigFile(config.configFile));
-    addData('config/effective.json', Buffer.from(`${JSON.stringify(displayEntries(config).filter((e) => !e.key.includes('key') && e.key !== 'admin_token'), null, 2)}\n`));
+    const nonSecret = displayEntries(config).filter((_, i) => !config.entries[i]!.secret);
+    addData('config/effective.json', Buffer.from(`${JSON.stringify(nonSecret, null, 2)}\n`));
     addData('notifications.json', await exportNotifications(db));
 
     const digests = [];

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import pg from 'pg';
@@ -59,51 +58,81 @@ export async function loadDumpIntoScratch(url: string, dumpFile: string): Promis
 
 /**
  * Runs a dump written by dumpPostgres: statements end with `;` at the end of a line; a
- * `COPY ... FROM stdin;` statement is followed by its rows, one per line, up to `\.`.
+ * `COPY ... FROM stdin;` statement is followed by its rows up to a line `\.`. Rows are sent
+ * to the server in the large slices they were read in, not line by line. CREATE INDEX
+ * statements are held back until the rows are in: building an index once is much cheaper
+ * than growing it row by row, and the result is the same.
  */
 async function executeDump(client: pg.Client, dumpFile: string): Promise<void> {
-  const lines = createInterface({ input: createReadStream(dumpFile, { encoding: 'utf8', highWaterMark: 1024 * 1024 }), crlfDelay: Infinity });
-  let statement = '';
-  let sink: (Writable & { done: Promise<void> }) | undefined;
-  let batch: string[] = [];
-  let batchSize = 0;
-  const flush = async () => {
-    if (!sink || batch.length === 0) return;
-    const ok = sink.write(batch.join(''));
-    batch = [];
-    batchSize = 0;
-    if (!ok) await new Promise<void>((resolve) => sink!.once('drain', () => resolve()));
-  };
-  for await (const line of lines) {
-    if (sink) {
-      if (line === '\\.') {
-        await flush();
-        sink.end();
-        await sink.done;
-        sink = undefined;
-      } else {
-        batch.push(`${line}\n`);
-        batchSize += line.length + 1;
-        if (batchSize >= 1024 * 1024) await flush();
-      }
-      continue;
-    }
-    if (statement === '' && (line.trim() === '' || line.startsWith('--'))) continue;
-    statement += `${line}\n`;
-    if (!line.trimEnd().endsWith(';')) continue;
-    const text = statement.trim();
-    statement = '';
-    if (/^COPY [\s\S]+ FROM stdin;$/.test(text)) {
-      const stream = client.query(copy.from(text.slice(0, -1)));
-      sink = Object.assign(stream, { done: finished(stream) });
+  const deferred: string[] = [];
+  let text = '';
+  let copying: (Writable & { done: Promise<void> }) | undefined;
+  const TERMINATOR = '\n\\.\n';
+  const runStatement = async (statement: string) => {
+    if (/^CREATE (UNIQUE )?INDEX /i.test(statement)) {
+      deferred.push(statement);
+    } else if (/^COPY [\s\S]+ FROM stdin;$/.test(statement)) {
+      const stream = client.query(copy.from(statement.slice(0, -1)));
+      copying = Object.assign(stream, { done: finished(stream) });
       // A COPY that fails settles `done`; keep the rejection from going unhandled meanwhile.
-      sink.done.catch(() => undefined);
+      copying.done.catch(() => undefined);
     } else {
-      await client.query(text);
+      await client.query(statement);
+    }
+  };
+  const write = async (data: string) => {
+    if (data && !copying!.write(data)) await new Promise<void>((resolve) => copying!.once('drain', () => resolve()));
+  };
+  for await (const chunk of createReadStream(dumpFile, { encoding: 'utf8', highWaterMark: 4 * 1024 * 1024 })) {
+    text += chunk as string;
+    for (;;) {
+      if (copying) {
+        const at = endOfRows(text);
+        if (at === -1) {
+          // Keep what could be the start of a terminator split across two reads.
+          const keep = Math.min(text.length, TERMINATOR.length - 1);
+          await write(text.slice(0, text.length - keep));
+          text = text.slice(text.length - keep);
+          break;
+        }
+        await write(text.slice(0, at));
+        text = text.slice(at + '\\.\n'.length);
+        copying.end();
+        await copying.done;
+        copying = undefined;
+        continue;
+      }
+      // Statement mode: whole lines up to one that ends with a semicolon.
+      const end = findStatementEnd(text);
+      if (end === -1) break;
+      const statement = text.slice(0, end).split('\n').filter((line) => !line.startsWith('--')).join('\n').trim();
+      text = text.slice(end + 1);
+      if (statement) await runStatement(statement);
     }
   }
-  if (sink) throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the PostgreSQL dump ends inside a COPY block');
-  if (statement.trim() !== '') throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the PostgreSQL dump ends inside a statement');
+  if (copying) throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the PostgreSQL dump ends inside a COPY block');
+  const rest = text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('--')).join('\n').trim();
+  if (rest) await runStatement(rest);
+  for (const statement of deferred) await client.query(statement);
+}
+
+/** Where the rows of a COPY block end (the `\.` line starts there), or -1 when not yet read. */
+function endOfRows(text: string): number {
+  if (text.startsWith('\\.\n')) return 0;
+  const at = text.indexOf('\n\\.\n');
+  return at === -1 ? -1 : at + 1;
+}
+
+/** Index of the newline that ends the first statement (a line ending in `;`), or -1. */
+function findStatementEnd(text: string): number {
+  let from = 0;
+  for (;;) {
+    const newline = text.indexOf('\n', from);
+    if (newline === -1) return -1;
+    const line = text.slice(from, newline);
+    if (!line.startsWith('--') && line.trimEnd().endsWith(';')) return newline;
+    from = newline + 1;
+  }
 }
 
 async function connect(url: string, applicationName: string): Promise<pg.Client> {

@@ -1,0 +1,53 @@
+import { availableParallelism } from 'node:os';
+import { Transform, type TransformCallback } from 'node:stream';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
+
+const gzipAsync = promisify(gzip);
+
+/**
+ * gzip on every core: the input is cut into blocks compressed independently on libuv's
+ * thread pool, and the members are written in order. Concatenated gzip members are one
+ * valid gzip file (RFC 1952 section 2.2), which gunzip, tar -z and Node all read. A single
+ * zlib stream is the bottleneck of a backup (about 50 MB/s here); this is not.
+ */
+export class ParallelGzip extends Transform {
+  private readonly blockSize: number;
+  private readonly level: number;
+  private readonly maxInFlight: number;
+  private pending: Buffer[] = [];
+  private pendingLength = 0;
+  private readonly inFlight: Array<Promise<Buffer>> = [];
+
+  constructor(options: { level?: number; blockSize?: number; parallelism?: number } = {}) {
+    super();
+    this.level = options.level ?? 1;
+    this.blockSize = options.blockSize ?? 4 * 1024 * 1024;
+    this.maxInFlight = Math.max(2, (options.parallelism ?? availableParallelism()) * 2);
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.pending.push(chunk);
+    this.pendingLength += chunk.length;
+    if (this.pendingLength < this.blockSize) return done();
+    const block = Buffer.concat(this.pending);
+    this.pending = [];
+    this.pendingLength = 0;
+    this.inFlight.push(gzipAsync(block, { level: this.level }));
+    // Back-pressure: wait for the oldest block before taking more than maxInFlight.
+    if (this.inFlight.length < this.maxInFlight) return done();
+    this.inFlight.shift()!.then((compressed) => {
+      this.push(compressed);
+      done();
+    }, done);
+  }
+
+  override _flush(done: TransformCallback): void {
+    if (this.pendingLength > 0 || this.inFlight.length === 0) this.inFlight.push(gzipAsync(Buffer.concat(this.pending), { level: this.level }));
+    this.pending = [];
+    Promise.all(this.inFlight.splice(0)).then((blocks) => {
+      for (const block of blocks) this.push(block);
+      done();
+    }, done);
+  }
+}
