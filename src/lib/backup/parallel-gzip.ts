@@ -22,7 +22,7 @@ export class ParallelGzip extends Transform {
   constructor(options: { level?: number; blockSize?: number; parallelism?: number } = {}) {
     super();
     this.level = options.level ?? 1;
-    this.blockSize = options.blockSize ?? 4 * 1024 * 1024;
+    this.blockSize = options.blockSize ?? 2 * 1024 * 1024;
     this.maxInFlight = Math.max(2, (options.parallelism ?? availableParallelism()) * 2);
   }
 

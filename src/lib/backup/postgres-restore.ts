@@ -83,7 +83,7 @@ async function executeDump(client: pg.Client, dumpFile: string): Promise<void> {
   const write = async (data: string) => {
     if (data && !copying!.write(data)) await new Promise<void>((resolve) => copying!.once('drain', () => resolve()));
   };
-  for await (const chunk of createReadStream(dumpFile, { encoding: 'utf8', highWaterMark: 4 * 1024 * 1024 })) {
+  for await (const chunk of createReadStream(dumpFile, { encoding: 'utf8', highWaterMark: 1024 * 1024 })) {
     text += chunk as string;
     for (;;) {
       if (copying) {
