@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdir, mkdtemp, open, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { recordAudit } from '../audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { displayEntries } from '../config/resolve.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
-import { syncDirectory } from '../files/durable-write.js';
+import { syncDirectory, syncFile } from '../files/durable-write.js';
 import { describeFsError } from '../fs-errors.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
@@ -103,7 +103,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     let written;
     try {
       written = await writeArchive(partial, all, { key, onProgress: options.onProgress });
-      await fsyncFile(partial);
+      await syncFile(partial);
       await rename(partial, path.join(directory, finalName));
       await syncDirectory(directory);
     } catch (error) {
@@ -142,13 +142,3 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
 function digestOfBuffer(data: Buffer) {
   return { size: data.length, sha256: createHash('sha256').update(data).digest('hex') };
 }
-
-async function fsyncFile(file: string): Promise<void> {
-  const handle = await open(file, 'r+');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-

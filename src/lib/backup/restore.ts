@@ -1,10 +1,10 @@
-import { chmod, mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { recordAudit } from '../audit.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
-import { syncDirectory, writeFileDurably } from '../files/durable-write.js';
+import { syncDirectory, syncFile, writeFileDurably } from '../files/durable-write.js';
 import { isPostgresUrl, openDatabase } from '../storage/open.js';
 import { SCHEMA_VERSION } from '../storage/migrations.js';
 import type { Progress } from './archive.js';
@@ -167,12 +167,7 @@ async function swapSqlite(database: string, snapshot: string): Promise<void> {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   await chmod(snapshot, 0o600);
-  const handle = await open(snapshot, 'r+');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await syncFile(snapshot);
   await rm(`${database}-wal`, { force: true });
   await rm(`${database}-shm`, { force: true });
   await rename(snapshot, database);

@@ -44,6 +44,16 @@ export async function writeFileDurably(target: string, data: string | Uint8Array
   }
 }
 
+/** Flushes a file that was written through a stream to the device. */
+export async function syncFile(file: string): Promise<void> {
+  const handle = await open(file, constants.O_RDONLY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /** fsync of a directory makes a rename in it durable; some file systems refuse it harmlessly. */
 export async function syncDirectory(directory: string): Promise<void> {
   const handle = await open(directory, constants.O_RDONLY);
