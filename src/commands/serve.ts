@@ -26,12 +26,21 @@ On first start it creates the signing key and, when no admin token exists, a boo
     const { DAEMON_APPLICATION_NAME, registerDaemon } = await import('../lib/backup/daemon-registry.js');
     const db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME });
     const context = { actor: 'serve' };
+    const { ServingState } = await import('../http/serving-state.js');
+    let state: InstanceType<typeof ServingState> | undefined;
     // Lets a CLI restore see that this database is being served.
     const unregister = await registerDaemon(settings.database.url);
     try {
       const key = await ensureSigningKey(db, context);
       const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context);
-      const app = createApp({ db, settings, log: (entry) => process.stderr.write(`${JSON.stringify(entry)}\n`) });
+      state = new ServingState(
+        db,
+        config,
+        (current) => openDatabase(current.settings.database.url, { applicationName: DAEMON_APPLICATION_NAME }),
+        () => this.resolveConfig(),
+      );
+      const log = (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
+      const app = createApp({ state, log, toolVersion: this.config.version });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
       const stopped = new Promise<void>((resolve) => {
@@ -53,7 +62,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
       ].join('\n'));
       await stopped;
     } finally {
-      await db.close();
+      // After a restore the state holds a reopened database; closing twice is harmless.
+      await (state ? state.closeDatabase() : db.close()).catch(() => undefined);
       await unregister();
     }
   }

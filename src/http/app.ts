@@ -8,16 +8,18 @@ import { readJsonObject } from './body.js';
 import { toErrorResponse } from './errors.js';
 import { RateLimiter } from './rate-limit.js';
 import { Router, type Reply, type Route } from './router.js';
+import type { ServingState } from './serving-state.js';
 import { adminRoutes } from './routes/admin.js';
+import { backupRoutes } from './routes/backups.js';
 import { clientRoutes } from './routes/client.js';
 import { healthRoutes } from './routes/health.js';
 
 export interface AppDependencies {
-  readonly db: Database;
-  readonly settings: Settings;
+  readonly state: ServingState;
   /** One JSON object per line; never handed a token, license key or key material. */
   readonly log: (entry: Record<string, unknown>) => void;
   readonly clock?: () => Date;
+  readonly toolVersion: string;
 }
 
 export interface App {
@@ -29,10 +31,23 @@ export interface App {
   close(): void;
 }
 
+/** Holds new requests off (503 + Retry-After) while the data is replaced under them. */
+export interface Maintenance {
+  /** Starts refusing new requests, then waits until only `keep` requests remain in flight. */
+  begin(retryAfterSeconds: number, keep: number, timeoutMs: number): Promise<void>;
+  end(): void;
+}
+
 export interface RouteDependencies {
   readonly db: Database;
   readonly settings: Settings;
   readonly clock: () => Date;
+  readonly state: ServingState;
+  readonly maintenance: Maintenance;
+  readonly toolVersion: string;
+  readonly log: (entry: Record<string, unknown>) => void;
+  /** The backup schedule, when the daemon runs one. */
+  readonly scheduler?: { status(): unknown };
 }
 
 /**
@@ -42,12 +57,41 @@ export interface RouteDependencies {
  */
 export function createApp(deps: AppDependencies): App {
   const clock = deps.clock ?? (() => new Date());
-  const routeDeps: RouteDependencies = { db: deps.db, settings: deps.settings, clock };
-  const router = new Router(allRoutes(routeDeps));
-  const limiter = new RateLimiter(deps.settings.server.clientRateLimit, deps.settings.server.clientRateBurst);
-  const timeoutMs = deps.settings.server.requestTimeout * 1000;
+  const { state } = deps;
   let inFlight = 0;
   let accepting = true;
+  let paused: number | undefined;
+  const maintenance: Maintenance = {
+    async begin(retryAfter, keep, timeoutMs) {
+      paused = retryAfter;
+      const deadline = Date.now() + timeoutMs;
+      while (inFlight > keep && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      if (inFlight > keep) {
+        paused = undefined;
+        throw new LicenseServerError('RESTORE_IN_PROGRESS', `requests in flight did not finish within ${timeoutMs / 1000} s; nothing was changed`);
+      }
+    },
+    end() {
+      paused = undefined;
+    },
+  };
+  const routeDeps: RouteDependencies = {
+    get db() {
+      return state.db;
+    },
+    get settings() {
+      return state.config.settings;
+    },
+    clock,
+    state,
+    maintenance,
+    toolVersion: deps.toolVersion,
+    log: deps.log,
+  };
+  const router = new Router(allRoutes(routeDeps));
+  const server = state.config.settings.server;
+  const limiter = new RateLimiter(server.clientRateLimit, server.clientRateBurst);
+  const timeoutMs = server.requestTimeout * 1000;
 
   const handle = (request: IncomingMessage, response: ServerResponse) => {
     const started = process.hrtime.bigint();
@@ -79,6 +123,10 @@ export function createApp(deps: AppDependencies): App {
         route = match.route;
         routePath = `${route.method} ${route.path}`;
         if (!accepting) throw new LicenseServerError('SHUTTING_DOWN', 'the server is shutting down');
+        if (paused !== undefined && route.path !== '/healthz') {
+          response.setHeader('Retry-After', String(paused));
+          throw new LicenseServerError('RESTORE_IN_PROGRESS', 'a backup is being restored; try again shortly');
+        }
         const remote = request.socket.remoteAddress ?? 'unknown';
         let actor = `client:${remote}`;
         if (route.access === 'client') {
@@ -124,14 +172,14 @@ export function createApp(deps: AppDependencies): App {
 }
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminRoutes(deps), ...clientRoutes(deps)];
+  return [...healthRoutes(deps), ...adminRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<string> {
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header) : null;
   if (!match) throw new LicenseServerError('UNAUTHORIZED', 'an admin bearer token is required');
-  const admin = await authenticateAdminToken(deps.db, match[1]!, { bootstrapToken: deps.settings.adminToken, clock: deps.clock });
+  const admin = await authenticateAdminToken(deps.state.db, match[1]!, { bootstrapToken: deps.state.config.settings.adminToken, clock: deps.clock });
   if (!admin) throw new LicenseServerError('UNAUTHORIZED', 'the bearer token is not valid');
   return admin.actor;
 }
@@ -140,6 +188,21 @@ function send(request: IncomingMessage, response: ServerResponse, reply: Reply):
   if (response.headersSent || response.destroyed) return;
   response.setHeader('Cache-Control', 'no-store');
   response.setHeader('X-Content-Type-Options', 'nosniff');
+  if ('stream' in reply) {
+    response.statusCode = reply.status ?? 200;
+    response.setHeader('Content-Type', reply.contentType);
+    response.setHeader('Content-Length', reply.size);
+    for (const [name, value] of Object.entries(reply.headers ?? {})) response.setHeader(name, value);
+    if (request.method === 'HEAD') {
+      reply.stream.destroy();
+      response.end();
+      return;
+    }
+    // Piped, so a large backup goes out in constant memory at the client's pace.
+    reply.stream.on('error', () => response.destroy());
+    reply.stream.pipe(response);
+    return;
+  }
   let payload: Buffer;
   if ('json' in reply) {
     payload = Buffer.from(JSON.stringify(reply.json), 'utf8');

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import { LicenseServerError } from '../lib/errors.js';
 
 export interface RequestContext {
@@ -12,6 +13,7 @@ export interface RequestContext {
 
 export type Reply =
   | { readonly status?: number; readonly json: unknown }
+  | { readonly status?: number; readonly stream: Readable; readonly size: number; readonly contentType: string; readonly headers?: Record<string, string> }
   | { readonly status?: number; readonly raw: string | Buffer; readonly contentType: string; readonly headers?: Record<string, string> };
 
 export type Access = 'admin' | 'client' | 'public';

@@ -118,6 +118,7 @@ export const ERROR_TABLE = {
   GRACE_TOKEN_INVALID: { exit: EXIT.signature, http: 400, hint: 'Validate online again to get a new grace token.' },
   GRACE_TOKEN_EXPIRED: { exit: EXIT.validity, http: 422, hint: 'Validate online again to get a new grace token.' },
   LISTEN_FAILED: { exit: EXIT.unavailable, http: 500, hint: 'Pick a free port with --port, or stop what listens there.' },
+  RESTORE_IN_PROGRESS: { exit: EXIT.unavailable, http: 503, hint: 'Retry after the seconds in the Retry-After header.' },
   SHUTTING_DOWN: { exit: EXIT.unavailable, http: 503, hint: 'The server is stopping; retry against another instance or after restart.' },
   BACKUP_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List backups with `license-server backup list`.' },
   BACKUP_IN_PROGRESS: { exit: EXIT.conflict, http: 409, hint: 'Another backup, restore or prune is running; try again when it is done.' },

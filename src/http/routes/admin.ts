@@ -11,14 +11,15 @@ import { expectFields, expectQuery, queryBoolean, queryInteger } from '../fields
 import type { Route } from '../router.js';
 
 /** The admin API: the same operations as the command line, behind an admin bearer token. */
-export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[] {
+export function adminRoutes(deps: RouteDependencies): Route[] {
+  const { clock } = deps;
   const context = (actor: string) => ({ actor, clock });
   return [
     {
       method: 'GET',
       path: '/api/signing-key',
       access: 'admin',
-      handle: async ({ actor }) => ({ json: { public_key_pem: (await ensureSigningKey(db, context(actor))).public_key_pem } }),
+      handle: async ({ actor }) => ({ json: { public_key_pem: (await ensureSigningKey(deps.db, context(actor))).public_key_pem } }),
     },
     {
       method: 'POST',
@@ -27,9 +28,9 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       handle: async ({ params, body, actor, accept }) => {
         expectFields(body, ['ttl_days'], ['hardware_id']);
         const id = parseUuid(params.id!, 'license id');
-        const result = await checkoutLicense(db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id }, {
+        const result = await checkoutLicense(deps.db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id }, {
           ...context(actor),
-          issuer: settings.issuer,
+          issuer: deps.settings.issuer,
         });
         if (wantsOctetStream(accept)) {
           return {
@@ -47,7 +48,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       access: 'admin',
       handle: async ({ query }) => {
         const q = expectQuery(query, ['active', 'limit', 'offset']);
-        return { json: await listCustomers(db, { active: queryBoolean(q.active, 'active'), limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
+        return { json: await listCustomers(deps.db, { active: queryBoolean(q.active, 'active'), limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
       },
     },
     {
@@ -56,17 +57,17 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       access: 'admin',
       handle: async ({ body, actor }) => {
         expectFields(body, ['name']);
-        return { status: 201, json: await createCustomer(db, { name: asString(body.name, 'name') }, context(actor)) };
+        return { status: 201, json: await createCustomer(deps.db, { name: asString(body.name, 'name') }, context(actor)) };
       },
     },
-    { method: 'GET', path: '/api/customers/:id', access: 'admin', handle: async ({ params }) => ({ json: await getCustomer(db, params.id!) }) },
+    { method: 'GET', path: '/api/customers/:id', access: 'admin', handle: async ({ params }) => ({ json: await getCustomer(deps.db, params.id!) }) },
     ...(['activate', 'deactivate'] as const).map((verb): Route => ({
       method: 'POST',
       path: `/api/customers/:id/${verb}`,
       access: 'admin',
       handle: async ({ params, body, actor }) => {
         expectFields(body, []);
-        return { json: await setCustomerActive(db, params.id!, verb === 'activate', context(actor)) };
+        return { json: await setCustomerActive(deps.db, params.id!, verb === 'activate', context(actor)) };
       },
     })),
     {
@@ -75,7 +76,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       access: 'admin',
       handle: async ({ query }) => {
         const q = expectQuery(query, ['limit', 'offset']);
-        return { json: await listEntitlements(db, { limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
+        return { json: await listEntitlements(deps.db, { limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
       },
     },
     {
@@ -84,7 +85,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       access: 'admin',
       handle: async ({ body, actor }) => {
         expectFields(body, ['code', 'name']);
-        return { status: 201, json: await createEntitlement(db, { code: asString(body.code, 'code'), name: asString(body.name, 'name') }, context(actor)) };
+        return { status: 201, json: await createEntitlement(deps.db, { code: asString(body.code, 'code'), name: asString(body.name, 'name') }, context(actor)) };
       },
     },
     {
@@ -94,7 +95,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       handle: async ({ query }) => {
         const q = expectQuery(query, ['customer_id', 'active', 'type', 'limit', 'offset']);
         return {
-          json: await listLicenses(db, {
+          json: await listLicenses(deps.db, {
             customerId: q.customer_id,
             active: queryBoolean(q.active, 'active'),
             type: q.type,
@@ -111,7 +112,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       handle: async ({ body, actor }) => {
         expectFields(body, ['customer_id', 'type', 'valid_until'], ['valid_from', 'entitlements', 'with_decryption_key']);
         const license = await createLicense(
-          db,
+          deps.db,
           {
             customerId: asString(body.customer_id, 'customer_id'),
             type: asString(body.type, 'type'),
@@ -130,7 +131,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       path: '/api/licenses/:id',
       access: 'admin',
       // By id only: a license key in a URL would end up in proxy and access logs.
-      handle: async ({ params }) => ({ json: await getLicense(db, parseUuid(params.id!, 'license id')) }),
+      handle: async ({ params }) => ({ json: await getLicense(deps.db, parseUuid(params.id!, 'license id')) }),
     },
     ...(['activate', 'deactivate'] as const).map((verb): Route => ({
       method: 'POST',
@@ -138,7 +139,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       access: 'admin',
       handle: async ({ params, body, actor }) => {
         expectFields(body, []);
-        return { json: await setLicenseActive(db, parseUuid(params.id!, 'license id'), verb === 'activate', context(actor)) };
+        return { json: await setLicenseActive(deps.db, parseUuid(params.id!, 'license id'), verb === 'activate', context(actor)) };
       },
     })),
     {
@@ -148,7 +149,7 @@ export function adminRoutes({ db, settings, clock }: RouteDependencies): Route[]
       handle: async ({ query }) => {
         const q = expectQuery(query, ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until', 'limit']);
         return {
-          json: await listAudit(db, {
+          json: await listAudit(deps.db, {
             action: q.action,
             actor: q.actor,
             entityType: q.entity_type,

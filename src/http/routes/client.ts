@@ -5,7 +5,8 @@ import { expectFields } from '../fields.js';
 import type { Route } from '../router.js';
 
 /** What the client library talks to: no admin token, a license key in the body, rate-limited per address. */
-export function clientRoutes({ db, settings, clock }: RouteDependencies): Route[] {
+export function clientRoutes(deps: RouteDependencies): Route[] {
+  const { clock } = deps;
   return [
     {
       method: 'POST',
@@ -13,11 +14,11 @@ export function clientRoutes({ db, settings, clock }: RouteDependencies): Route[
       access: 'client',
       handle: async ({ body, actor }) => {
         expectFields(body, ['license_key', 'hardware_id', 'version']);
-        const answer = await validateOnline(db, body as never, {
+        const answer = await validateOnline(deps.db, body as never, {
           actor,
           clock,
-          issuer: settings.issuer,
-          graceHours: settings.grace.hours,
+          issuer: deps.settings.issuer,
+          graceHours: deps.settings.grace.hours,
         });
         return { json: answer };
       },
@@ -28,7 +29,7 @@ export function clientRoutes({ db, settings, clock }: RouteDependencies): Route[
       access: 'client',
       handle: async ({ body }) => {
         expectFields(body, ['license_key', 'hardware_id', 'entitlement_code', 'quantity', 'occurred_at', 'idempotency_key']);
-        const answer = await recordUsage(db, body as never, { clock });
+        const answer = await recordUsage(deps.db, body as never, { clock });
         return { status: answer.replayed ? 200 : 201, json: answer };
       },
     },

@@ -25,6 +25,10 @@ export interface RestoreOptions {
   readonly directory?: string;
   readonly onPhase?: (phase: 'validate' | 'safety-backup' | 'restore', totalBytes?: number) => void;
   readonly onProgress?: Progress;
+  /** Set by the daemon restoring its own database: it has stopped serving meanwhile. */
+  readonly inDaemon?: boolean;
+  /** Called after the pre-restore backup, before the swap: the daemon closes its database here. */
+  readonly beforeSwap?: () => Promise<void>;
 }
 
 export interface RestoreReport {
@@ -74,7 +78,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     // the backup was made; quick_check again guards the swap in seconds, where integrity_check
     // takes minutes on a large database (`backup validate` runs the full check).
     if (!postgres) await checkSqlite(archive.files.get('database/sqlite.db')!, 'quick_check');
-    const user = await daemonUsing(settings.database.url);
+    const user = options.inDaemon ? undefined : await daemonUsing(settings.database.url);
     if (user) {
       throw new LicenseServerError('DATABASE_IN_USE', `a license-server daemon (${user}) is using the database; stop it or restore through its API`);
     }
@@ -83,6 +87,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     const safety = await preRestoreBackup(options, directory);
 
     options.onPhase?.('restore');
+    await options.beforeSwap?.();
     if (postgres) {
       const { restorePostgres } = await import('./postgres-restore.js');
       await restorePostgres(settings.database.url, archive.files.get('database/postgres.sql')!);

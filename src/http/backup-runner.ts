@@ -1,0 +1,49 @@
+import type { OperationContext } from '../lib/context.js';
+import type { BackupRecord } from '../lib/backup/repository.js';
+import type { Trigger } from '../lib/backup/manifest.js';
+import type { RestoreReport } from '../lib/backup/restore.js';
+import type { RouteDependencies } from './app.js';
+
+/** One backup by the daemon (API or schedule), then retention, as `backup create` does. */
+export async function runBackup(deps: RouteDependencies, trigger: Trigger, context: OperationContext): Promise<BackupRecord> {
+  const { createBackup } = await import('../lib/backup/create.js');
+  const { pruneBackups } = await import('../lib/backup/retention.js');
+  const config = deps.state.config;
+  const record = await createBackup({ db: deps.db, config, trigger, toolVersion: deps.toolVersion, context });
+  await pruneBackups({ directory: config.settings.backup.path, policy: config.settings.backup, context, db: deps.db, databaseUrl: config.settings.database.url });
+  return record;
+}
+
+/**
+ * A restore while serving: new requests get 503 with Retry-After, requests in flight finish,
+ * the pre-restore backup is taken, the database is closed and swapped, the configuration and
+ * signing key are loaded again, and serving resumes. No request sees a mix of old and new
+ * data; when anything fails, the old database is opened again and keeps serving.
+ */
+export async function restoreWhileServing(deps: RouteDependencies, reference: string, context: OperationContext): Promise<RestoreReport> {
+  const { restoreBackup } = await import('../lib/backup/restore.js');
+  // This request stays in flight; every other one is waited for.
+  await deps.maintenance.begin(30, 1, 10_000);
+  let closed = false;
+  try {
+    const report = await restoreBackup({
+      config: deps.state.config,
+      reference,
+      toolVersion: deps.toolVersion,
+      context,
+      inDaemon: true,
+      beforeSwap: async () => {
+        closed = true;
+        await deps.state.closeDatabase();
+      },
+    });
+    await deps.state.reopen(true);
+    deps.log({ time: new Date().toISOString(), level: 'info', msg: 'backup restored', backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id });
+    return report;
+  } catch (error) {
+    if (closed) await deps.state.reopen(false);
+    throw error;
+  } finally {
+    deps.maintenance.end();
+  }
+}

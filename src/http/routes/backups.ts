@@ -1,0 +1,90 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { RouteDependencies } from '../app.js';
+import { LicenseServerError } from '../../lib/errors.js';
+import { BACKUP_ID } from '../../lib/backup/manifest.js';
+import { expectFields } from '../fields.js';
+import type { Route } from '../router.js';
+
+/**
+ * Backups through the admin API (docs/http-api.md, "Backups"). Long work answers when it is
+ * done: a create, validate or restore request stays open until the work has finished.
+ * A backup id that is not a well-formed id of a listed backup is a 404, never a path.
+ */
+export function backupRoutes(deps: RouteDependencies): Route[] {
+  const directory = () => deps.settings.backup.path;
+  const context = (actor: string) => ({ actor, clock: deps.clock });
+  const knownId = (id: string) => {
+    if (!BACKUP_ID.test(id)) throw new LicenseServerError('BACKUP_NOT_FOUND', 'no backup has this id');
+    return id;
+  };
+  return [
+    {
+      method: 'GET',
+      path: '/api/backups',
+      access: 'admin',
+      handle: async () => {
+        const { listBackups } = await import('../../lib/backup/repository.js');
+        return { json: { backups: await listBackups(directory()), scheduler: deps.scheduler?.status() ?? { enabled: false } } };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/backups',
+      access: 'admin',
+      handle: async ({ body, actor }) => {
+        expectFields(body, []);
+        const { runBackup } = await import('../backup-runner.js');
+        return { status: 201, json: await runBackup(deps, 'manual', context(actor)) };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/backups/:backup_id/download',
+      access: 'admin',
+      handle: async ({ params }) => {
+        const { resolveBackup } = await import('../../lib/backup/repository.js');
+        const { file, record } = await resolveBackup(directory(), knownId(params.backup_id!));
+        const size = (await stat(file)).size;
+        return {
+          stream: createReadStream(file, { highWaterMark: 256 * 1024 }),
+          size,
+          contentType: 'application/octet-stream',
+          headers: { 'Content-Disposition': `attachment; filename="${record!.file}"` },
+        };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/backups/:backup_id/validate',
+      access: 'admin',
+      handle: async ({ params, body }) => {
+        expectFields(body, []);
+        const { validateBackup } = await import('../../lib/backup/validate.js');
+        const { isPostgresUrl } = await import('../../lib/storage/open.js');
+        const url = deps.settings.database.url;
+        const report = await validateBackup({
+          directory: directory(),
+          reference: knownId(params.backup_id!),
+          key: deps.settings.backup.encryptionKey,
+          scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined,
+        });
+        return { json: { valid: true, ...report, file: undefined } };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/backups/:backup_id/restore',
+      access: 'admin',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, ['confirm']);
+        const id = knownId(params.backup_id!);
+        if (body.confirm !== id) {
+          throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the body must be {"confirm": "<the backup id>"}, naming the backup in the path');
+        }
+        const { restoreWhileServing } = await import('../backup-runner.js');
+        return { json: await restoreWhileServing(deps, id, context(actor)) };
+      },
+    },
+  ];
+}

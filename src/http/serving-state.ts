@@ -1,0 +1,51 @@
+import type { ResolvedConfig } from '../lib/config/resolve.js';
+import { forgetSigner } from '../lib/offline/signer.js';
+import type { Database } from '../lib/storage/types.js';
+
+/**
+ * What the daemon serves from, and may replace while it runs: the open database and the
+ * configuration. Routes read them through this object at request time, so a restore can
+ * close the database, swap it, and reopen it between two requests.
+ */
+export class ServingState {
+  private database: Database | undefined;
+
+  constructor(
+    database: Database,
+    public config: ResolvedConfig,
+    private readonly open: (config: ResolvedConfig) => Promise<Database>,
+    /** Resolves the configuration again (flags, environment, the restored config.yaml). */
+    readonly reloadConfig: () => Promise<ResolvedConfig>,
+  ) {
+    this.database = database;
+  }
+
+  get db(): Database {
+    if (!this.database) throw new Error('the database is being replaced');
+    return this.database;
+  }
+
+  /** Closes the database (SQLite: its one shared connection), so its file can be swapped. */
+  async closeDatabase(): Promise<void> {
+    const database = this.database;
+    this.database = undefined;
+    if (database) {
+      forgetSigner(database);
+      await database.close();
+    }
+  }
+
+  /** Opens the database again, with the configuration reloaded if `reload` is set. */
+  async reopen(reload: boolean): Promise<void> {
+    if (reload) {
+      const fresh = await this.reloadConfig();
+      // Where the daemon listens cannot change without a restart; everything else may.
+      this.config = { ...fresh, settings: { ...fresh.settings, server: this.config.settings.server } };
+    }
+    if (this.database) {
+      forgetSigner(this.database);
+      await this.database.close();
+    }
+    this.database = await this.open(this.config);
+  }
+}

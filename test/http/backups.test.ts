@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { forEachEngine } from '../support/engines.js';
+import { api, rawRequest, startServe, type ServeProcess } from '../support/serve.js';
+
+forEachEngine('backups through the daemon', (fixture) => {
+  let serve: ServeProcess;
+  let token: string;
+  let backupDir: string;
+  let license: { id: string; key: string };
+  const call = (method: string, route: string, options: Parameters<typeof api>[3] = {}) => api(serve.url, method, route, { token, ...options });
+
+  before(async () => {
+    const url = await fixture.freshUrl();
+    backupDir = path.join(mkdtempSync(path.join(tmpdir(), 'license-api-backups-')), 'backups');
+    serve = await startServe({ LICENSE_DATABASE_URL: url, LICENSE_BACKUP_PATH: backupDir, LICENSE_BACKUP_ENCRYPTION_KEY: 'ef'.repeat(32), LICENSE_CLIENT_RATE_LIMIT: '0' });
+    token = serve.token!;
+    const customer = (await call('POST', '/api/customers', { body: { name: 'Restored Inc.' } })).body;
+    license = (await call('POST', '/api/licenses', { body: { customer_id: customer.id, type: 'time_based', valid_from: '2025-01-01', valid_until: '2099-01-01' } })).body;
+  });
+  after(async () => {
+    await serve?.stop();
+  });
+
+  it('creates a backup, lists it with the scheduler state, downloads exactly its bytes, and validates it', async () => {
+    const created = await call('POST', '/api/backups');
+    assert.equal(created.status, 201, created.text);
+    assert.equal(created.body.trigger, 'manual');
+    assert.equal(created.body.encrypted, true);
+    const listed = (await call('GET', '/api/backups')).body;
+    assert.equal(listed.backups[0].backup_id, created.body.backup_id);
+    assert.equal(typeof listed.scheduler.enabled, 'boolean');
+    const download = await fetch(`${serve.url}/api/backups/${created.body.backup_id}/download`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(download.status, 200);
+    const bytes = Buffer.from(await download.arrayBuffer());
+    assert.deepEqual(bytes, readFileSync(path.join(backupDir, created.body.file)));
+    assert.equal(download.headers.get('content-length'), String(bytes.length));
+    assert.equal(download.headers.get('content-disposition'), `attachment; filename="${created.body.file}"`);
+    const validated = await call('POST', `/api/backups/${created.body.backup_id}/validate`);
+    assert.equal(validated.status, 200, validated.text);
+    assert.equal(validated.body.valid, true);
+    assert.equal(validated.body.file, undefined, 'no server path in the answer');
+  });
+
+  it('answers 404 for an id that is not a listed backup, ../ tricks included', async () => {
+    for (const id of ['20991231T000000000Z-abcdef', 'nope', '..%2F..%2Fetc%2Fpasswd']) {
+      const result = await call('GET', `/api/backups/${id}/download`);
+      assert.equal(result.status, 404, id);
+      assert.equal(result.body.error.code, 'BACKUP_NOT_FOUND');
+    }
+    const raw = await rawRequest(serve.url, 'GET', '/api/backups/../../etc/passwd/download', { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(raw.status, 404);
+  });
+
+  it('refuses a restore without the confirm field or with another id', async () => {
+    const id = (await call('GET', '/api/backups')).body.backups[0].backup_id;
+    assert.equal((await call('POST', `/api/backups/${id}/restore`, { body: {} })).body.error.code, 'INVALID_INPUT');
+    const mismatch = await call('POST', `/api/backups/${id}/restore`, { body: { confirm: '20991231T000000000Z-abcdef' } });
+    assert.equal(mismatch.status, 400);
+    assert.equal(mismatch.body.error.code, 'RESTORE_NOT_CONFIRMED');
+  });
+
+  it('never runs two backups at once: concurrent creates are 201 or 409, never 500', async () => {
+    const results = await Promise.all([call('POST', '/api/backups'), call('POST', '/api/backups'), call('POST', '/api/backups')]);
+    const statuses = results.map((r) => r.status);
+    assert.ok(statuses.includes(201), String(statuses));
+    assert.ok(statuses.every((status) => status === 201 || status === 409), String(statuses));
+    for (const result of results.filter((r) => r.status === 409)) assert.equal(result.body.error.code, 'BACKUP_IN_PROGRESS');
+  });
+
+  it('restores while serving a steady load: every answer is the old state, the new one, or 503, never a 500 or a mix', async () => {
+    const backup = (await call('POST', '/api/backups')).body;
+    await call('POST', `/api/licenses/${license.id}/deactivate`);
+    const ask = () => api(serve.url, 'POST', '/api/v1/validate', { body: { license_key: license.key, hardware_id: 'h', version: '1' } });
+    assert.equal((await ask()).body.reason, 'LICENSE_INACTIVE');
+    let running = true;
+    const seen = { old: 0, new: 0, unavailable: 0 };
+    let restored = false;
+    const load = async () => {
+      while (running) {
+        const answer = await ask();
+        if (answer.status === 503) {
+          assert.equal(answer.body.error.code, 'RESTORE_IN_PROGRESS');
+          assert.ok(Number(answer.headers.get('retry-after')) > 0);
+          seen.unavailable += 1;
+        } else {
+          assert.equal(answer.status, 200, answer.text);
+          if (answer.body.valid) seen.new += 1;
+          else {
+            assert.equal(answer.body.reason, 'LICENSE_INACTIVE', 'the old state, whole');
+            assert.ok(!restored, 'no old answer after the restore finished');
+            seen.old += 1;
+          }
+        }
+      }
+    };
+    const loads = Array.from({ length: 4 }, load);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const restore = await call('POST', `/api/backups/${backup.backup_id}/restore`, { body: { confirm: backup.backup_id } });
+    restored = true;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    running = false;
+    await Promise.all(loads);
+    assert.equal(restore.status, 200, restore.text);
+    assert.equal(restore.body.backup_id, backup.backup_id);
+    assert.ok(restore.body.pre_restore_backup_id);
+    assert.ok(seen.old > 0 && seen.new > 0, JSON.stringify(seen));
+    assert.equal((await call('GET', `/api/licenses/${license.id}`)).body.active, true, 'the license is back as it was at the backup');
+    assert.ok(!/"status":5\d\d,/.test(serve.stderr().replace(/"status":503,/g, '')), 'no 5xx but the 503s of the restore window');
+    const actions = (await call('GET', '/api/audit?limit=5')).body.map((e: { action: string }) => e.action);
+    assert.ok(actions.includes('backup.restored'));
+  });
+
+  it('keeps serving the old state when a restore fails', async () => {
+    const backup = (await call('POST', '/api/backups')).body;
+    const file = path.join(backupDir, backup.file);
+    const bytes = readFileSync(file);
+    const damaged = Buffer.from(bytes);
+    damaged[bytes.length - 5] = damaged[bytes.length - 5]! ^ 1;
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(file, damaged);
+    const before = (await call('GET', '/api/customers')).body;
+    const result = await call('POST', `/api/backups/${backup.backup_id}/restore`, { body: { confirm: backup.backup_id } });
+    assert.equal(result.status, 422, result.text);
+    assert.equal(result.body.error.code, 'BACKUP_CORRUPT');
+    assert.deepEqual((await call('GET', '/api/customers')).body, before);
+    assert.equal((await api(serve.url, 'GET', '/readyz')).status, 200);
+    writeFileSync(file, bytes);
+  });
+});
