@@ -10,6 +10,30 @@ On first start it creates the signing key and, when no admin token exists, a boo
   static override enableJsonFlag = false;
   static override flags = { ...serverFlags };
 
+  /** The automatic backups of backup.enabled, on backup.schedule. */
+  private async scheduler(state: ServingStateType, log: (entry: Record<string, unknown>) => void) {
+    const [{ BackupScheduler }, { runBackup }, { listBackups }] = await Promise.all([
+      import('../lib/backup/scheduler.js'),
+      import('../http/backup-runner.js'),
+      import('../lib/backup/repository.js'),
+    ]);
+    return new BackupScheduler({
+      expression: state.config.settings.backup.schedule,
+      database: () => state.db,
+      run: () => runBackup(state, this.config.version, 'scheduled', { actor: 'scheduler' }),
+      newestBackup: async () => {
+        const [newest] = await listBackups(state.config.settings.backup.path);
+        return newest ? new Date(newest.created_at) : undefined;
+      },
+      clock: {
+        now: () => new Date(),
+        setTimeout: (callback, ms) => setTimeout(callback, ms),
+        clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+      },
+      log,
+    });
+  }
+
   async run(): Promise<void> {
     const config = await this.resolveConfig();
     const { settings } = config;
@@ -39,15 +63,17 @@ On first start it creates the signing key and, when no admin token exists, a boo
         (current) => openDatabase(current.settings.database.url, { applicationName: DAEMON_APPLICATION_NAME }),
         () => this.resolveConfig(),
       );
-      const log = (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify(entry)}\n`);
-      const app = createApp({ state, log, toolVersion: this.config.version });
+      const log = (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', ...entry })}\n`);
+      const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
+      const app = createApp({ state, log, toolVersion: this.config.version, scheduler });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
       const stopped = new Promise<void>((resolve) => {
         const stop = (signal: NodeJS.Signals) => {
           process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal })}\n`);
           process.once(signal, () => process.exit(1));
-          void server.shutdown().then(resolve);
+          scheduler?.stop();
+          void server.shutdown().then(() => scheduler?.idle()).then(() => resolve());
         };
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
@@ -60,6 +86,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
           ? `admin token (shown only this once, store it now): ${token}`
           : `admin token: none created (${settings.adminToken ? 'LICENSE_ADMIN_TOKEN is set' : 'tokens exist; see `license-server token list`'})`,
       ].join('\n'));
+      // The catch-up of a missed backup runs while the daemon already serves.
+      void scheduler?.start().catch((error: unknown) => log({ level: 'error', msg: 'backup scheduler failed to start', error: String(error) }));
       await stopped;
     } finally {
       // After a restore the state holds a reopened database; closing twice is harmless.
@@ -68,6 +96,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
     }
   }
 }
+
+type ServingStateType = import('../http/serving-state.js').ServingState;
 
 function readPem(file: string): Buffer {
   try {

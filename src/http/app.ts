@@ -20,6 +20,7 @@ export interface AppDependencies {
   readonly log: (entry: Record<string, unknown>) => void;
   readonly clock?: () => Date;
   readonly toolVersion: string;
+  readonly scheduler?: { status(): Promise<unknown> };
 }
 
 export interface App {
@@ -47,7 +48,7 @@ export interface RouteDependencies {
   readonly toolVersion: string;
   readonly log: (entry: Record<string, unknown>) => void;
   /** The backup schedule, when the daemon runs one. */
-  readonly scheduler?: { status(): unknown };
+  readonly scheduler?: { status(): Promise<unknown> };
 }
 
 /**
@@ -87,6 +88,7 @@ export function createApp(deps: AppDependencies): App {
     maintenance,
     toolVersion: deps.toolVersion,
     log: deps.log,
+    scheduler: deps.scheduler,
   };
   const router = new Router(allRoutes(routeDeps));
   const server = state.config.settings.server;

@@ -3,14 +3,15 @@ import type { BackupRecord } from '../lib/backup/repository.js';
 import type { Trigger } from '../lib/backup/manifest.js';
 import type { RestoreReport } from '../lib/backup/restore.js';
 import type { RouteDependencies } from './app.js';
+import type { ServingState } from './serving-state.js';
 
 /** One backup by the daemon (API or schedule), then retention, as `backup create` does. */
-export async function runBackup(deps: RouteDependencies, trigger: Trigger, context: OperationContext): Promise<BackupRecord> {
+export async function runBackup(state: ServingState, toolVersion: string, trigger: Trigger, context: OperationContext): Promise<BackupRecord> {
   const { createBackup } = await import('../lib/backup/create.js');
   const { pruneBackups } = await import('../lib/backup/retention.js');
-  const config = deps.state.config;
-  const record = await createBackup({ db: deps.db, config, trigger, toolVersion: deps.toolVersion, context });
-  await pruneBackups({ directory: config.settings.backup.path, policy: config.settings.backup, context, db: deps.db, databaseUrl: config.settings.database.url });
+  const { config, db } = state;
+  const record = await createBackup({ db, config, trigger, toolVersion, context });
+  await pruneBackups({ directory: config.settings.backup.path, policy: config.settings.backup, context, db, databaseUrl: config.settings.database.url });
   return record;
 }
 

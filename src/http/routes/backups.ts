@@ -25,7 +25,8 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       handle: async () => {
         const { listBackups } = await import('../../lib/backup/repository.js');
-        return { json: { backups: await listBackups(directory()), scheduler: deps.scheduler?.status() ?? { enabled: false } } };
+        const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
+        return { json: { backups: await listBackups(directory()), scheduler } };
       },
     },
     {
@@ -35,7 +36,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ body, actor }) => {
         expectFields(body, []);
         const { runBackup } = await import('../backup-runner.js');
-        return { status: 201, json: await runBackup(deps, 'manual', context(actor)) };
+        return { status: 201, json: await runBackup(deps.state, deps.toolVersion, 'manual', context(actor)) };
       },
     },
     {

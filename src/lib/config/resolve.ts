@@ -24,6 +24,7 @@ export interface Settings {
   readonly adminToken: string | undefined;
   readonly backup: {
     readonly enabled: boolean;
+    readonly schedule: string;
     readonly path: string;
     readonly encryptionKey: Buffer | undefined;
     readonly retentionDays: number;
@@ -113,6 +114,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
     adminToken: get('admin_token'),
     backup: {
       enabled: get('backup.enabled'),
+      schedule: get('backup.schedule'),
       path: get('backup.path'),
       encryptionKey: get('backup.encryption_key'),
       retentionDays: get('backup.retention_days'),
@@ -125,7 +127,19 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
     const [given, missing] = settings.server.tlsCert === undefined ? ['server.tls_key', 'server.tls_cert'] : ['server.tls_cert', 'server.tls_key'];
     throw new LicenseServerError('CONFIG_INVALID_VALUE', `${given} is set (from ${values.get(given)!.source}) but ${missing} is not; HTTPS needs both`);
   }
+  const schedule = values.get('backup.schedule')!;
+  if (schedule.source !== 'default') await checkCronExpression(String(schedule.value), `backup.schedule (from ${schedule.source})`);
   return { settings, entries: [...values.values()], configFile };
+}
+
+/** Parses a cron expression fully (cron-parser is loaded only for a non-default one). */
+export async function checkCronExpression(expression: string, what: string): Promise<void> {
+  const { CronExpressionParser } = await import('cron-parser');
+  try {
+    CronExpressionParser.parse(expression);
+  } catch (error) {
+    throw new LicenseServerError('CONFIG_INVALID_VALUE', `${what} is not a valid cron expression: ${(error as Error).message}`);
+  }
 }
 
 /** The effective settings as shown to an operator: secrets and URL passwords redacted. */
@@ -244,6 +258,11 @@ function convert(spec: SettingSpec, found: RawValue): SettingValue {
         if (['false', '0', 'no', 'off'].includes(text)) return false;
       }
       return invalid('true or false');
+    }
+    case 'cron': {
+      // Checked for shape here; the daemon parses it fully at start (checkCronExpression).
+      if (typeof raw !== 'string' || !/^\S+(\s+\S+){4,5}$/.test(raw.trim())) return invalid('a cron expression such as "0 2 * * *"');
+      return raw.trim();
     }
     case 'backup-key': {
       if (typeof raw !== 'string') return invalid('32 bytes given as 64 hex digits or as Base64', false);

@@ -3,7 +3,7 @@
  * command-line flag, its type and its default. docs/configuration.md mirrors this table and
  * test/lib/config/docs.test.ts keeps the two in step.
  */
-export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key';
+export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron';
 
 export interface SettingSpec {
   readonly key: string;
@@ -123,6 +123,13 @@ export const SETTINGS: readonly SettingSpec[] = [
     type: 'boolean',
     default: () => false,
     description: 'Turns automatic backups on.',
+  },
+  {
+    key: 'backup.schedule',
+    env: 'LICENSE_BACKUP_SCHEDULE',
+    type: 'cron',
+    default: () => '0 2 * * *',
+    description: 'When the daemon makes automatic backups: a cron expression in local time.',
   },
   {
     key: 'backup.path',

@@ -137,9 +137,25 @@ function usageRecords(t: (typeof T)['sqlite']): string[] {
   ];
 }
 
+/** One row per scheduled backup slot: whichever daemon inserts it runs that backup. */
+function backupRuns(t: (typeof T)['sqlite']): string[] {
+  return [
+    `CREATE TABLE backup_runs (
+      slot ${t.ts} PRIMARY KEY,
+      claimed_by TEXT NOT NULL,
+      claimed_at ${t.ts} NOT NULL,
+      finished_at ${t.ts},
+      status TEXT NOT NULL CHECK (status IN ('running', 'succeeded', 'failed')),
+      backup_id TEXT,
+      error TEXT
+    )`,
+  ];
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
+  { version: 3, name: 'backup runs', sqlite: backupRuns(T.sqlite), postgres: backupRuns(T.postgres) },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
@@ -162,6 +178,7 @@ export const TABLES: ReadonlyArray<{ readonly name: string; readonly since: numb
   { name: 'notification_webhooks', since: 1 },
   { name: 'notification_alert_rules', since: 1 },
   { name: 'usage_records', since: 2 },
+  { name: 'backup_runs', since: 3 },
 ];
 
 // Arbitrary but fixed: every license-server process takes this advisory lock to migrate.

@@ -49,7 +49,7 @@ describe('configuration', () => {
     assert.equal(settings.grace.hours, 72);
     assert.equal(settings.adminToken, undefined);
     assert.deepEqual(settings.backup, {
-      enabled: false, path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30, keepDaily: 7, keepWeekly: 4, keepMonthly: 3,
+      enabled: false, schedule: '0 2 * * *', path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30, keepDaily: 7, keepWeekly: 4, keepMonthly: 3,
     });
   });
 
@@ -135,6 +135,12 @@ describe('configuration', () => {
       chmodSync(locked, 0o000);
       await refused({ configPath: locked }, 'CONFIG_FILE_UNREADABLE', /permission denied/);
     }
+  });
+
+  it('refuses a backup schedule that is not a cron expression, naming the key', async () => {
+    await refused({ env: { LICENSE_BACKUP_SCHEDULE: 'every night' } }, 'CONFIG_INVALID_VALUE', /^backup\.schedule must be a cron expression/);
+    await refused({ env: { LICENSE_BACKUP_SCHEDULE: '61 2 * * *' } }, 'CONFIG_INVALID_VALUE', /^backup\.schedule \(from env LICENSE_BACKUP_SCHEDULE\) is not a valid cron expression/);
+    assert.equal((await resolve({ env: { LICENSE_BACKUP_SCHEDULE: '30 3 * * 1-5' } })).settings.backup.schedule, '30 3 * * 1-5');
   });
 
   it('refuses half a TLS configuration, naming both keys', async () => {
