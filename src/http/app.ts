@@ -9,6 +9,7 @@ import { toErrorResponse } from './errors.js';
 import { RateLimiter } from './rate-limit.js';
 import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
+import type { Notifier } from '../lib/notifications/notifier.js';
 import { adminRoutes } from './routes/admin.js';
 import { backupRoutes } from './routes/backups.js';
 import { clientRoutes } from './routes/client.js';
@@ -21,6 +22,7 @@ export interface AppDependencies {
   readonly clock?: () => Date;
   readonly toolVersion: string;
   readonly scheduler?: { status(): Promise<unknown> };
+  readonly notifier?: Notifier;
 }
 
 export interface App {
@@ -49,6 +51,8 @@ export interface RouteDependencies {
   readonly log: (entry: Record<string, unknown>) => void;
   /** The backup schedule, when the daemon runs one. */
   readonly scheduler?: { status(): Promise<unknown> };
+  /** Webhooks and alert rules; absent in tests that do not need them. */
+  readonly notifier?: Notifier;
 }
 
 /**
@@ -89,6 +93,7 @@ export function createApp(deps: AppDependencies): App {
     toolVersion: deps.toolVersion,
     log: deps.log,
     scheduler: deps.scheduler,
+    notifier: deps.notifier,
   };
   const router = new Router(allRoutes(routeDeps));
   const server = state.config.settings.server;

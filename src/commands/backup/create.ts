@@ -19,6 +19,13 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
       }
       const { createBackup } = await import('../../lib/backup/create.js');
       const { pruneBackups } = await import('../../lib/backup/retention.js');
+      const { Notifier } = await import('../../lib/notifications/notifier.js');
+      // A cron job's failure must reach someone: alerts go out before the command exits.
+      const notifier = new Notifier({ database: () => db, server: () => config.settings.issuer, log: () => undefined });
+      const alert = async (event: 'backup.succeeded' | 'backup.failed', data: Record<string, unknown>) => {
+        notifier.emit(event, { trigger: 'manual', actor: this.operationContext().actor, ...data });
+        await notifier.settle(10_000);
+      };
       const created = await withProgress(interactive, 'Backing up', (progress) =>
         createBackup({
           db,
@@ -30,7 +37,11 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
           onPhase: (phase, total) => progress.phase({ snapshot: 'Taking a snapshot', pack: 'Packing', verify: 'Verifying' }[phase], total),
           onProgress: (bytes) => progress.bytes(bytes),
         }),
-      );
+      ).catch(async (error: unknown) => {
+        await alert('backup.failed', { error: error instanceof Error ? error.message : String(error) });
+        throw error;
+      });
+      await alert('backup.succeeded', { backup_id: created.backup_id, size: created.size, encrypted: created.encrypted });
       // Retention runs only after a verified backup exists, so it can never leave none.
       const directory = this.flags.path ?? config.settings.backup.path;
       const plan = await pruneBackups({ directory, policy: config.settings.backup, context: this.operationContext(), db, databaseUrl: config.settings.database.url });

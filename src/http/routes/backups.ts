@@ -36,7 +36,17 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ body, actor }) => {
         expectFields(body, []);
         const { runBackup } = await import('../backup-runner.js');
-        return { status: 201, json: await runBackup(deps.state, deps.toolVersion, 'manual', context(actor)) };
+        try {
+          const record = await runBackup(deps.state, deps.toolVersion, 'manual', context(actor));
+          deps.notifier?.emit('backup.succeeded', { backup_id: record.backup_id, trigger: 'manual', size: record.size, encrypted: record.encrypted, actor });
+          return { status: 201, json: record };
+        } catch (error) {
+          // Another backup running is not a failure worth an alert.
+          if (!(error instanceof LicenseServerError && error.code === 'BACKUP_IN_PROGRESS')) {
+            deps.notifier?.emit('backup.failed', { trigger: 'manual', error: error instanceof Error ? error.message : String(error), actor });
+          }
+          throw error;
+        }
       },
     },
     {
@@ -84,7 +94,9 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
           throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the body must be {"confirm": "<the backup id>"}, naming the backup in the path');
         }
         const { restoreWhileServing } = await import('../backup-runner.js');
-        return { json: await restoreWhileServing(deps, id, context(actor)) };
+        const report = await restoreWhileServing(deps, id, context(actor));
+        deps.notifier?.emit('backup.restored', { backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id, actor });
+        return { json: report };
       },
     },
   ];
