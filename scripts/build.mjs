@@ -1,7 +1,7 @@
 // Compiles src/ to dist/ and writes oclif.manifest.json, which lets the CLI answer --help
 // and --version without importing every command module.
 import { execFileSync } from 'node:child_process';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -17,6 +17,8 @@ const run = (name, args, stdio) => {
 };
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 run('tsc', ['-p', 'tsconfig.json'], 'inherit');
+// The admin page's files are plain HTML, CSS and browser JavaScript, shipped as they are.
+cpSync(new URL('../src/http/admin', import.meta.url), new URL('../dist/http/admin', import.meta.url), { recursive: true });
 run('oclif', ['manifest'], ['ignore', 'ignore', 'inherit']);
 
 // oclif lists commands in the order their modules finished loading, which varies from run

@@ -11,6 +11,7 @@ import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
 import type { Notifier } from '../lib/notifications/notifier.js';
 import { adminRoutes } from './routes/admin.js';
+import { adminPageRoutes } from './routes/admin-page.js';
 import { backupRoutes } from './routes/backups.js';
 import { clientRoutes } from './routes/client.js';
 import { healthRoutes } from './routes/health.js';
@@ -179,7 +180,7 @@ export function createApp(deps: AppDependencies): App {
 }
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
+  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<string> {

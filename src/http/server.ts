@@ -26,7 +26,9 @@ export const DEFAULT_GRACE_MS = 8000;
 
 export async function listen(app: App, options: ListenOptions): Promise<RunningServer> {
   const timeouts = {
-    requestTimeout: options.requestTimeout * 1000,
+    // A backstop only: the app answers a slow body itself with 408 at requestTimeout, and
+    // Node's own timer firing first would cut that answer off.
+    requestTimeout: (options.requestTimeout + 5) * 1000,
     headersTimeout: Math.min(10, options.requestTimeout) * 1000,
     keepAliveTimeout: 5000,
     // Node looks for expired requests every 30 s by default: far too late for a 10 s limit.

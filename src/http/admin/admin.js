@@ -1,0 +1,269 @@
+// The admin page: plain DOM, no framework, no CDN. Every value from the server is
+// rendered with textContent, never as HTML. The admin token lives in this tab's
+// sessionStorage and goes out only in the Authorization header of same-origin requests.
+const TOKEN_KEY = 'license-server-admin-token';
+const $ = (selector) => document.querySelector(selector);
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+function say(text, error = false) {
+  const status = $('#status');
+  status.textContent = text;
+  status.classList.toggle('error', error);
+}
+
+async function call(method, path, { body, accept } = {}) {
+  const headers = { authorization: `Bearer ${token()}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (accept) headers.accept = accept;
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (response.status === 401) {
+    signOut('The token was not accepted.');
+    throw new Error('unauthorized');
+  }
+  if (!response.ok) {
+    const problem = await response.json().catch(() => ({}));
+    throw new Error(problem.error ? `${problem.error.message} (${problem.error.code})` : `HTTP ${response.status}`);
+  }
+  return response;
+}
+
+function cell(row, text) {
+  const td = document.createElement('td');
+  td.textContent = text ?? '-';
+  row.append(td);
+  return td;
+}
+
+function button(label, onClick) {
+  const element = document.createElement('button');
+  element.type = 'button';
+  element.textContent = label;
+  element.addEventListener('click', onClick);
+  return element;
+}
+
+function size(bytes) {
+  const units = ['B', 'KiB', 'MiB', 'GiB'];
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
+}
+
+/** Saves a response body as a file, the name taken from Content-Disposition. */
+async function save(response, fallback) {
+  const disposition = response.headers.get('content-disposition') ?? '';
+  const name = /filename="([^"]+)"/.exec(disposition)?.[1] ?? fallback;
+  const url = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** Runs `work` with the button disabled and a status line, reporting the outcome. */
+async function busy(control, message, work) {
+  control.disabled = true;
+  control.setAttribute('aria-busy', 'true');
+  say(message);
+  try {
+    const done = await work();
+    if (done) say(done);
+  } catch (error) {
+    if (error.message !== 'unauthorized') say(error.message, true);
+  } finally {
+    control.disabled = false;
+    control.removeAttribute('aria-busy');
+  }
+}
+
+async function loadBackups() {
+  const { backups, scheduler } = await (await call('GET', '/api/backups')).json();
+  const facts = $('#scheduler');
+  facts.replaceChildren();
+  const fact = (term, value) => {
+    const dt = document.createElement('dt');
+    dt.textContent = term;
+    const dd = document.createElement('dd');
+    dd.textContent = value;
+    facts.append(dt, dd);
+  };
+  fact('Automatic backups', scheduler.enabled ? `on (${scheduler.schedule})` : 'off');
+  if (scheduler.enabled) {
+    fact('Next run', scheduler.next_run ?? '-');
+    const last = scheduler.last_run;
+    fact('Last run', last ? `${last.slot}: ${last.status}${last.error ? ` (${last.error})` : ''}` : 'none yet');
+  }
+  const body = $('#backup-table tbody');
+  body.replaceChildren();
+  for (const backup of backups) {
+    const row = document.createElement('tr');
+    row.dataset.backupId = backup.backup_id;
+    cell(row, backup.backup_id);
+    cell(row, backup.created_at);
+    cell(row, size(backup.size));
+    cell(row, backup.engine);
+    cell(row, String(backup.schema_version));
+    cell(row, backup.encrypted ? 'yes' : 'no');
+    cell(row, backup.trigger);
+    const actions = document.createElement('div');
+    actions.className = 'row-actions';
+    actions.append(
+      button('Download', (event) =>
+        busy(event.currentTarget, `Downloading ${backup.backup_id}…`, async () => {
+          await save(await call('GET', `/api/backups/${encodeURIComponent(backup.backup_id)}/download`), backup.file);
+          return `Downloaded ${backup.file}.`;
+        }),
+      ),
+      button('Validate', (event) =>
+        busy(event.currentTarget, `Validating ${backup.backup_id}…`, async () => {
+          const report = await (await call('POST', `/api/backups/${encodeURIComponent(backup.backup_id)}/validate`)).json();
+          return `Backup ${report.backup_id} is valid: ${report.checks.map((check) => `${check.check}: ${check.detail}`).join('; ')}.`;
+        }),
+      ),
+      button('Restore…', () => openRestore(backup.backup_id)),
+    );
+    cell(row, '').replaceChildren(actions);
+    body.append(row);
+  }
+  if (backups.length === 0) {
+    const row = document.createElement('tr');
+    cell(row, 'No backups yet.').colSpan = 8;
+    body.append(row);
+  }
+}
+
+function openRestore(id) {
+  const form = $('#restore-form');
+  form.hidden = false;
+  form.dataset.backupId = id;
+  $('#restore-id').textContent = id;
+  $('#restore-confirm').value = '';
+  $('#restore-confirm').focus();
+}
+
+async function loadLicenses() {
+  const licenses = await (await call('GET', '/api/licenses?limit=1000')).json();
+  const body = $('#license-table tbody');
+  body.replaceChildren();
+  for (const license of licenses) {
+    const row = document.createElement('tr');
+    row.dataset.licenseId = license.id;
+    cell(row, `${license.key_prefix}…`);
+    cell(row, license.customer_name);
+    cell(row, license.type);
+    cell(row, license.active ? 'yes' : 'no');
+    cell(row, license.valid_until);
+    const form = document.createElement('form');
+    const ttlId = `ttl-${license.id}`;
+    const hwId = `hw-${license.id}`;
+    const ttlLabel = Object.assign(document.createElement('label'), { htmlFor: ttlId, textContent: 'TTL (days)' });
+    const ttl = Object.assign(document.createElement('input'), { id: ttlId, type: 'number', min: '1', max: '365', value: '30', required: true });
+    const hwLabel = Object.assign(document.createElement('label'), { htmlFor: hwId, textContent: 'Hardware ID' });
+    const hardware = Object.assign(document.createElement('input'), { id: hwId, autocomplete: 'off', required: license.has_decryption_key });
+    const submit = Object.assign(document.createElement('button'), { type: 'submit', textContent: 'Download .lic' });
+    const ttlBox = document.createElement('div');
+    ttlBox.append(ttlLabel, ttl);
+    const hwBox = document.createElement('div');
+    hwBox.append(hwLabel, hardware);
+    form.append(ttlBox, hwBox, submit);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      busy(submit, 'Checking out…', async () => {
+        const body = { ttl_days: Number(ttl.value) };
+        if (hardware.value) body.hardware_id = hardware.value;
+        const response = await call('POST', `/api/licenses/${encodeURIComponent(license.id)}/checkout`, { body, accept: 'application/octet-stream' });
+        await save(response, 'license.lic');
+        return 'License file downloaded.';
+      });
+    });
+    cell(row, '').replaceChildren(form);
+    body.append(row);
+  }
+}
+
+async function loadSigningKey() {
+  const { public_key_pem: pem } = await (await call('GET', '/api/signing-key')).json();
+  $('#pem').textContent = pem;
+}
+
+async function show() {
+  const signedIn = Boolean(token());
+  $('#sign-in').hidden = signedIn;
+  $('#nav').hidden = !signedIn;
+  for (const id of ['#backups', '#licenses', '#signing-key']) $(id).hidden = !signedIn;
+  if (!signedIn) return;
+  try {
+    await Promise.all([loadBackups(), loadLicenses(), loadSigningKey()]);
+  } catch (error) {
+    if (error.message !== 'unauthorized') say(error.message, true);
+  }
+}
+
+function signOut(message = 'Signed out.') {
+  sessionStorage.removeItem(TOKEN_KEY);
+  say(message, message !== 'Signed out.');
+  show();
+  $('#token').focus();
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('#sign-in-form').addEventListener('submit', async (event) => {
+    event.preventDefault();
+    sessionStorage.setItem(TOKEN_KEY, $('#token').value.trim());
+    $('#token').value = '';
+    try {
+      await call('GET', '/api/signing-key');
+      say('Signed in.');
+      await show();
+    } catch (error) {
+      if (error.message !== 'unauthorized') say(error.message, true);
+    }
+  });
+  $('#sign-out').addEventListener('click', () => signOut());
+  $('#create-backup').addEventListener('click', (event) =>
+    busy(event.currentTarget, 'Creating a backup… (this can take a while for a large database)', async () => {
+      const backup = await (await call('POST', '/api/backups')).json();
+      await loadBackups();
+      return `Created backup ${backup.backup_id}.`;
+    }),
+  );
+  $('#restore-cancel').addEventListener('click', () => {
+    $('#restore-form').hidden = true;
+  });
+  $('#restore-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const form = event.currentTarget;
+    const id = form.dataset.backupId;
+    const typed = $('#restore-confirm').value.trim();
+    if (typed !== id) {
+      say('The id typed does not match the backup to restore.', true);
+      return;
+    }
+    busy(form.querySelector('button[type=submit]'), `Restoring ${id}… the server pauses for a moment.`, async () => {
+      const report = await (await call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body: { confirm: typed } })).json();
+      form.hidden = true;
+      await show();
+      return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.`;
+    });
+  });
+  $('#copy-pem').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText($('#pem').textContent);
+      say('Public key copied.');
+    } catch {
+      getSelection().selectAllChildren($('#pem'));
+      say('Select-all done: press Ctrl+C (or Cmd+C) to copy.');
+    }
+  });
+  show();
+});

@@ -1,0 +1,130 @@
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { api, startServe, type ServeProcess } from '../support/serve.js';
+
+const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+// The README's picture of the page is refreshed with UPDATE_SCREENSHOTS=1; otherwise it goes to the temp dir.
+const screenshot = (work: string, name: string) =>
+  process.env.UPDATE_SCREENSHOTS === '1' && name === 'admin-backups.png' ? new URL(`../../docs/${name}`, import.meta.url).pathname : path.join(work, name);
+
+describe('the admin page in headless Chromium', function () {
+  this.timeout(120_000);
+  let work: string;
+  let serve: ServeProcess;
+  let browser: Browser;
+  let page: Page;
+  let license: { id: string; key: string };
+  const dialogs: string[] = [];
+
+  before(async function () {
+    if (!existsSync(CHROMIUM)) {
+      if (process.env.CI === 'true') throw new Error(`Chromium is required under CI=true and ${CHROMIUM} is missing (.ci/run installs it)`);
+      console.warn(`    (skipping: no Chromium at ${CHROMIUM})`);
+      this.skip();
+    }
+    work = mkdtempSync(path.join(tmpdir(), 'license-admin-page-'));
+    serve = await startServe({
+      LICENSE_DATABASE_URL: path.join(work, 'data', 'db.sqlite'),
+      LICENSE_BACKUP_PATH: path.join(work, 'backups'),
+      LICENSE_BACKUP_ENCRYPTION_KEY: '12'.repeat(32),
+    });
+    const token = serve.token!;
+    const customer = (await api(serve.url, 'POST', '/api/customers', { token, body: { name: '<img src=x onerror=alert(1)>' } })).body;
+    license = (await api(serve.url, 'POST', '/api/licenses', { token, body: { customer_id: customer.id, type: 'hybrid', valid_from: '2025-01-01', valid_until: '2099-01-01' } })).body;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 800 } });
+    page = await context.newPage();
+    page.on('dialog', (dialog) => {
+      dialogs.push(dialog.message());
+      void dialog.dismiss();
+    });
+  });
+  after(async () => {
+    await browser?.close();
+    await serve?.stop();
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  it('is served with a same-origin Content-Security-Policy and signs in with the token', async () => {
+    const response = await page.goto(`${serve.url}/`);
+    assert.match(response!.headers()['content-security-policy']!, /default-src 'self'/);
+    assert.equal(new URL(page.url()).pathname, '/admin/');
+    await page.getByLabel('Admin token').fill('lsat_wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByText('The token was not accepted.').waitFor();
+    await page.getByLabel('Admin token').fill(serve.token!);
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Backups' }).waitFor();
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie), '', 'no cookie');
+    assert.ok(!page.url().includes('lsat_'), 'the token is not in the URL');
+  });
+
+  it('renders a hostile customer name as text', async () => {
+    const cell = page.locator('#license-table td', { hasText: '<img src=x onerror=alert(1)>' });
+    await cell.waitFor();
+    assert.equal(await page.locator('#license-table img').count(), 0);
+    assert.deepEqual(dialogs, []);
+  });
+
+  it('creates a backup, lists it, downloads its exact bytes and validates it', async () => {
+    await page.getByRole('button', { name: 'Create backup' }).click();
+    await page.getByText(/^Created backup /).waitFor();
+    const id = await page.locator('#backup-table tbody tr').first().getAttribute('data-backup-id');
+    assert.match(id!, /^\d{8}T\d{9}Z-[0-9a-f]{6}$/);
+    await page.screenshot({ path: screenshot(work, 'admin-backups.png') });
+    const row = page.locator(`#backup-table tr[data-backup-id="${id}"]`);
+    const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: 'Download' }).click()]);
+    const listed = (await api(serve.url, 'GET', '/api/backups', { token: serve.token })).body.backups[0];
+    assert.equal(download.suggestedFilename(), listed.file);
+    assert.deepEqual(readFileSync((await download.path())!), readFileSync(path.join(work, 'backups', listed.file)));
+    await row.getByRole('button', { name: 'Validate' }).click();
+    await page.getByText(new RegExp(`^Backup ${id} is valid`)).waitFor();
+  });
+
+  it('restores after the id is typed, bringing a changed license back', async () => {
+    const id = await page.locator('#backup-table tbody tr').first().getAttribute('data-backup-id');
+    await api(serve.url, 'POST', `/api/licenses/${license.id}/deactivate`, { token: serve.token });
+    const row = page.locator(`#backup-table tr[data-backup-id="${id}"]`);
+    await row.getByRole('button', { name: 'Restore…' }).click();
+    await page.getByLabel('Type the backup id to confirm').fill('not the id');
+    await page.getByRole('button', { name: 'Restore', exact: true }).click();
+    await page.getByText('The id typed does not match the backup to restore.').waitFor();
+    assert.equal((await api(serve.url, 'GET', `/api/licenses/${license.id}`, { token: serve.token })).body.active, false, 'nothing restored');
+    await page.getByLabel('Type the backup id to confirm').fill(id!);
+    await page.getByRole('button', { name: 'Restore', exact: true }).click();
+    await page.getByText(new RegExp(`^Restored backup ${id}`)).waitFor();
+    assert.equal((await api(serve.url, 'GET', `/api/licenses/${license.id}`, { token: serve.token })).body.active, true);
+  });
+
+  it('shows the signing key and checks a license out to a .lic file', async () => {
+    const pem = (await api(serve.url, 'GET', '/api/signing-key', { token: serve.token })).body.public_key_pem;
+    assert.equal(await page.locator('#pem').textContent(), pem);
+    const row = page.locator(`#license-table tr[data-license-id="${license.id}"]`);
+    await row.getByLabel('TTL (days)').fill('10');
+    await row.getByLabel('Hardware ID').fill('browser-machine');
+    const [download] = await Promise.all([page.waitForEvent('download'), row.getByRole('button', { name: 'Download .lic' }).click()]);
+    assert.match(download.suggestedFilename(), /^license-.+\.lic$/);
+    const { verifyLicenseFile } = await import('../../src/lib/offline/verify.js');
+    const verified = verifyLicenseFile(readFileSync((await download.path())!), { publicKey: pem, hardwareId: 'browser-machine' });
+    assert.equal(verified.payload.license_id, license.id);
+  });
+
+  it('is usable on a narrow window and by keyboard', async () => {
+    await page.setViewportSize({ width: 380, height: 800 });
+    const overflow = await page.evaluate(() => {
+      const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
+      return root.scrollWidth - root.clientWidth;
+    });
+    assert.ok(overflow <= 1, `the page itself does not scroll sideways (${overflow}px)`);
+    await page.getByRole('link', { name: 'Backups' }).focus();
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } | null } }).document.activeElement?.textContent), 'Licenses');
+    await page.screenshot({ path: screenshot(work, 'admin-narrow.png') });
+  });
+});
