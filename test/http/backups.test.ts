@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { forEachEngine } from '../support/engines.js';
@@ -128,5 +128,35 @@ forEachEngine('backups through the daemon', (fixture) => {
     assert.deepEqual((await call('GET', '/api/customers')).body, before);
     assert.equal((await api(serve.url, 'GET', '/readyz')).status, 200);
     writeFileSync(file, bytes);
+  });
+});
+
+describe('the backup schedule in a running daemon', () => {
+  it('catches a missed backup up at start and reports the schedule in GET /api/backups', async () => {
+    const work = mkdtempSync(path.join(tmpdir(), 'license-serve-schedule-'));
+    const serve = await startServe({
+      LICENSE_DATABASE_URL: path.join(work, 'data', 'db.sqlite'),
+      LICENSE_BACKUP_PATH: path.join(work, 'backups'),
+      LICENSE_BACKUP_ENABLED: 'true',
+      LICENSE_BACKUP_SCHEDULE: '0 3 * * *',
+    });
+    try {
+      const { eventually } = await import('../support/fake-clock.js');
+      let listed: { backups: Array<{ trigger: string }>; scheduler: { enabled: boolean; schedule: string; next_run: string; last_run: { status: string } | null } } | undefined;
+      await eventually(async () => {
+        listed = (await api(serve.url, 'GET', '/api/backups', { token: serve.token })).body;
+        return listed!.backups.length === 1 && listed!.scheduler.last_run?.status === 'succeeded';
+      }, 'the catch-up backup is listed');
+      assert.equal(listed!.backups[0]!.trigger, 'scheduled');
+      assert.equal(listed!.scheduler.enabled, true);
+      assert.equal(listed!.scheduler.schedule, '0 3 * * *');
+      assert.ok(Date.parse(listed!.scheduler.next_run) > Date.now());
+    } finally {
+      await serve.stop();
+      rmSync(work, { recursive: true, force: true });
+    }
+    const bad = await import('../support/cli.js').then(({ runCli }) => runCli(['serve', '--port', '0'], { env: { LICENSE_DATA_DIR: path.join(tmpdir(), 'never-used'), LICENSE_BACKUP_SCHEDULE: '0 25 * * *' } }));
+    assert.equal(bad.code, 3);
+    assert.match(bad.stderr, /backup\.schedule \(from env LICENSE_BACKUP_SCHEDULE\) is not a valid cron expression/);
   });
 });
