@@ -1,4 +1,45 @@
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { LicenseServerError } from '../errors.js';
+
+// Runs in a worker thread: VACUUM INTO and the integrity checks take seconds per gigabyte,
+// and on the main thread a daemon would stop answering for that long.
+const WORKER = `
+const { workerData, parentPort } = require('node:worker_threads');
+const Database = require(workerData.module);
+try {
+  const db = new Database(workerData.file, { readonly: true, fileMustExist: true, timeout: 5000 });
+  try {
+    if (workerData.op === 'snapshot') {
+      db.prepare('VACUUM INTO ?').run(workerData.target);
+      parentPort.postMessage({ ok: true });
+    } else {
+      parentPort.postMessage({ ok: true, rows: db.pragma(workerData.op).map((row) => String(Object.values(row)[0])) });
+    }
+  } finally {
+    db.close();
+  }
+} catch (error) {
+  parentPort.postMessage({ ok: false, code: error.code, message: error.message });
+}
+`;
+
+interface WorkerAnswer {
+  readonly ok: boolean;
+  readonly rows?: string[];
+  readonly code?: string;
+  readonly message?: string;
+}
+
+function inWorker(work: { op: 'snapshot' | 'quick_check' | 'integrity_check'; file: string; target?: string }): Promise<WorkerAnswer> {
+  const module = createRequire(import.meta.url).resolve('better-sqlite3');
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(WORKER, { eval: true, workerData: { module, ...work } });
+    worker.once('message', (answer: WorkerAnswer) => resolve(answer));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the SQLite worker exited with ${code}`)));
+  });
+}
 
 /**
  * A consistent copy of a live SQLite database with VACUUM INTO, on a connection of its own:
@@ -8,39 +49,26 @@ import { LicenseServerError } from '../errors.js';
  * in the WAL. The copy is a fresh file without the WAL flag.
  */
 export async function snapshotSqlite(source: string, target: string): Promise<void> {
-  const { default: Database } = await import('better-sqlite3');
-  const db = new Database(source, { readonly: true, fileMustExist: true, timeout: 5000 });
-  try {
-    db.prepare('VACUUM INTO ?').run(target);
-  } catch (error) {
-    const code = (error as { code?: string }).code;
+  const answer = await inWorker({ op: 'snapshot', file: source, target });
+  if (!answer.ok) {
+    const code = answer.code;
     if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE' || code === 'SQLITE_CANTOPEN') {
       throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write the database snapshot: ${code === 'SQLITE_FULL' ? 'no space left on the device' : code}`);
     }
-    throw error;
-  } finally {
-    db.close();
+    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot snapshot the SQLite database: ${answer.message}`);
   }
   await checkSqlite(target, 'quick_check');
 }
 
 /** PRAGMA quick_check (cheap, before packing) or integrity_check (thorough, for validate and restore). */
 export async function checkSqlite(file: string, check: 'quick_check' | 'integrity_check'): Promise<void> {
-  const { default: Database } = await import('better-sqlite3');
-  let result: string[];
-  try {
-    const db = new Database(file, { readonly: true, fileMustExist: true });
-    try {
-      const rows = db.pragma(check) as Array<Record<string, unknown>>;
-      result = rows.map((row) => String(Object.values(row)[0]));
-    } finally {
-      db.close();
-    }
-  } catch (error) {
-    throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: the SQLite database does not open (${(error as Error).message})`);
+  const answer = await inWorker({ op: check, file });
+  if (!answer.ok) {
+    throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: the SQLite database does not open (${answer.message})`);
   }
-  if (result.length !== 1 || result[0] !== 'ok') {
-    throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${check} of the SQLite database reports ${result.slice(0, 3).join('; ')}`);
+  const rows = answer.rows ?? [];
+  if (rows.length !== 1 || rows[0] !== 'ok') {
+    throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${check} of the SQLite database reports ${rows.slice(0, 3).join('; ')}`);
   }
 }
 
