@@ -11,16 +11,12 @@ import { validateBackup } from '../../src/lib/backup/validate.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { createCustomer } from '../../src/lib/customers.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { CLI, runCli, type CliResult } from '../support/cli.js';
+import { CLI, runCli, ok } from '../support/cli.js';
 import { createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
 import { startServe } from '../support/serve.js';
 
 const KEY = 'cd'.repeat(32);
 
-function ok(result: CliResult): CliResult {
-  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  return result;
-}
 
 /** Starts the CLI and SIGKILLs it after `afterMs`; resolves when it is gone. */
 function killedAfter(args: string[], env: Record<string, string>, afterMs: number): Promise<number | null> {

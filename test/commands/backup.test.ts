@@ -9,13 +9,9 @@ import { buffer } from 'node:stream/consumers';
 import { TABLES } from '../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
-import { runCli, type CliResult } from '../support/cli.js';
+import { runCli, type CliResult, ok } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 
-function ok(result: CliResult): CliResult {
-  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  return result;
-}
 
 function refused(result: CliResult, exit: number, code: string, message?: RegExp): void {
   assert.equal(result.code, exit, `stdout: ${result.stdout}\nstderr: ${result.stderr}`);

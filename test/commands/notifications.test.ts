@@ -4,14 +4,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventually } from '../support/fake-clock.js';
-import { runCli, type CliResult } from '../support/cli.js';
+import { runCli, ok } from '../support/cli.js';
 import { startReceiver } from '../support/receiver.js';
 import { api, startServe } from '../support/serve.js';
 
-function ok(result: CliResult): CliResult {
-  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  return result;
-}
 
 describe('notifications from the command line and the daemon', function () {
   this.timeout(60_000);

@@ -6,13 +6,9 @@ import path from 'node:path';
 import canonicalize from 'canonicalize';
 import { checkoutLicense } from '../../src/lib/offline/checkout.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { runCli, type CliResult } from '../support/cli.js';
+import { runCli, type CliResult, ok } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 
-function ok(result: CliResult): CliResult {
-  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  return result;
-}
 
 function failed(result: CliResult, exit: number, code: string, message?: RegExp): void {
   assert.equal(result.code, exit, `stdout: ${result.stdout}\nstderr: ${result.stderr}`);

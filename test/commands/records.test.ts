@@ -4,13 +4,9 @@ import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { runCli, type CliResult } from '../support/cli.js';
+import { runCli, ok } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 
-function ok(result: CliResult): CliResult {
-  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
-  return result;
-}
 
 forEachEngine('records from the command line', (fixture) => {
   let env: Record<string, string>;

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -44,4 +45,10 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
     );
     child.stdin.end(options.input ?? '');
   });
+}
+
+/** Asserts a run exited 0, showing its output when it did not; returns it for chaining. */
+export function ok(result: CliResult): CliResult {
+  assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
+  return result;
 }
