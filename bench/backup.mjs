@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../dist/lib/storage/open.js';
+import { loadSqliteDriver } from '../dist/lib/storage/sqlite-driver.js';
 
 const require = createRequire(import.meta.url);
 const arg = (name, fallback) => {
@@ -67,7 +68,7 @@ async function fill(url) {
     };
     if (db.engine === 'sqlite') {
       await db.close();
-      const Database = require('better-sqlite3');
+      const Database = loadSqliteDriver();
       const raw = new Database(url);
       raw.pragma('journal_mode = WAL');
       raw.pragma('synchronous = OFF');

@@ -22,7 +22,7 @@ import { createLicense } from '../dist/lib/licenses.js';
 import { checkoutLicense } from '../dist/lib/offline/checkout.js';
 import { decodeLicenseFile } from '../dist/lib/offline/format.js';
 import { verifyLicenseFile } from '../dist/lib/offline/verify.js';
-import { loadSigningKeyPair } from '../dist/lib/signing-key.js';
+import { ensureSigningKey, loadSigningKeyPair } from '../dist/lib/signing-key.js';
 import { openDatabase } from '../dist/lib/storage/open.js';
 
 const arg = (name, fallback) => {
@@ -60,6 +60,7 @@ function rateSync(work) {
 }
 
 async function fixture(db) {
+  await ensureSigningKey(db, context);
   const customer = await createCustomer(db, { name: 'Bench & Co <"Ω">' }, context);
   for (const code of ['export', 'seats', 'sso']) await createEntitlement(db, { code, name: `Feature ${code}` }, context);
   const license = await createLicense(db, {
@@ -82,7 +83,7 @@ try {
   const sample = await checkout(sqlite, license)();
   const decoded = decodeLicenseFile(sample.license_file);
   const message = decoded.signedBytes;
-  const pair = await loadSigningKeyPair(sqlite, context);
+  const pair = await loadSigningKeyPair(sqlite);
   const keyObject = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), pair.secretKey]), format: 'der', type: 'pkcs8' });
   const publicKeyObject = createPublicKey(keyObject);
   const signature = nodeSign(null, message, keyObject);

@@ -30,6 +30,7 @@ function run(args, { check = true } = {}) {
 }
 
 // Fixture: one customer, one entitlement, 50 licenses.
+run([cli, 'init']);
 const customer = JSON.parse(run([cli, 'customer', 'create', '--name', 'Bench', '--json']).stdout).id;
 run([cli, 'entitlement', 'create', '--code', 'seats', '--name', 'Seats']);
 for (let i = 0; i < 50; i += 1) {

@@ -4,6 +4,9 @@ import type { ResolvedConfig } from '../lib/config/resolve.js';
 import type { OperationContext } from '../lib/context.js';
 import { EXIT, isLicenseServerError, LicenseServerError } from '../lib/errors.js';
 import type { Database } from '../lib/storage/types.js';
+import { openExistingStore } from './store.js';
+import { renderReport, type Reportable } from './report.js';
+import { usageMessage } from './usage-message.js';
 
 export type CommandFlags<T extends typeof Command> = Interfaces.InferredFlags<(typeof BaseCommand)['baseFlags'] & T['flags']>;
 export type CommandArgs<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
@@ -70,11 +73,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     });
   }
 
-  /** Opens the configured database (migrating it), runs `work`, and always closes it. */
+  /**
+   * Opens the configured database (migrating it), runs `work`, and always closes it. The
+   * store must exist: only `serve` and `init` create one, so that a command run from the
+   * wrong directory says so (DATABASE_NOT_FOUND) instead of starting an empty store there.
+   */
   protected async withDatabase<R>(work: (db: Database, config: ResolvedConfig) => Promise<R>): Promise<R> {
     const config = await this.resolveConfig();
-    const { openDatabase } = await import('../lib/storage/open.js');
-    const db = await openDatabase(config.settings.database.url);
+    const db = await openExistingStore(config);
     try {
       return await work(db, config);
     } finally {
@@ -120,34 +126,24 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   override async catch(error: Interfaces.CommandError): Promise<unknown> {
     // this.exit() and --help/--version unwind with an ExitError: not a failure of ours.
     if ((error as { code?: string }).code === 'EEXIT') throw error;
-    const reported = toReportable(error);
+    const reported = toReportable(error, `${this.config.bin} ${this.id?.replace(/:/g, ' ') ?? ''}`.trim());
     process.exitCode = reported.exitCode;
-    if (this.jsonEnabled()) {
-      this.logJson({ error: { code: reported.code, message: reported.message } });
-    } else {
-      this.logToStderr(`Error: ${reported.message} (${reported.code})`);
-      if (reported.hint) this.logToStderr(`Try: ${reported.hint}`);
-      if (reported.code === 'INTERNAL' && process.env.LICENSE_DEBUG && error.stack) this.logToStderr(error.stack);
-    }
+    const output = renderReport(reported, this.jsonEnabled());
+    if (output.stdout) process.stdout.write(output.stdout);
+    if (output.stderr) process.stderr.write(output.stderr);
+    if (!output.stdout && reported.code === 'INTERNAL' && process.env.LICENSE_DEBUG && error.stack) this.logToStderr(error.stack);
     return undefined;
   }
 }
 
-interface Reportable {
-  readonly code: string;
-  readonly message: string;
-  readonly hint: string | undefined;
-  readonly exitCode: number;
-}
-
-function toReportable(error: Interfaces.CommandError): Reportable {
+function toReportable(error: Interfaces.CommandError, commandLine: string): Reportable {
   if (isLicenseServerError(error)) {
     return { code: error.code, message: error.message, hint: error.hint, exitCode: error.exitCode };
   }
   // oclif's own parse errors (unknown flag, missing argument, bad option) are usage errors.
   if ((error as { oclif?: { exit?: number } }).oclif?.exit !== undefined) {
-    const usage = new LicenseServerError('USAGE', firstLine(error.message));
-    return { code: usage.code, message: usage.message, hint: usage.hint, exitCode: EXIT.usage };
+    const hint = `See \`${commandLine} --help\` for its arguments and flags.`;
+    return { code: 'USAGE', message: usageMessage(error), hint, exitCode: EXIT.usage };
   }
   const internal = new LicenseServerError('INTERNAL', `unexpected internal error: ${firstLine(error.message)}`);
   return { code: internal.code, message: internal.message, hint: internal.hint, exitCode: EXIT.internal };

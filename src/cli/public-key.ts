@@ -1,10 +1,10 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../lib/config/resolve.js';
 import { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';
 import { LicenseServerError } from '../lib/errors.js';
 import { describeFsError } from '../lib/fs-errors.js';
-import { openDatabase, isPostgresUrl } from '../lib/storage/open.js';
 import { findSigningKey } from '../lib/signing-key.js';
+import { openExistingStore } from './store.js';
 
 /** Reads a PEM public key file given with --public-key. */
 export function readPublicKeyFile(file: string): Uint8Array {
@@ -22,14 +22,21 @@ export function readPublicKeyFile(file: string): Uint8Array {
 }
 
 /**
- * The server's public key from its database, for commands that verify without --public-key.
- * A SQLite database that does not exist is not created: this may be an air-gapped machine
- * that has only the file and the PEM.
+ * The server's public key from its store, for commands that verify without --public-key.
+ * The store must exist (DATABASE_NOT_FOUND otherwise): verifying against a store started
+ * by accident in the wrong directory would only ever say "signature invalid". Undefined
+ * when the store has no signing key yet.
  */
 export async function storedPublicKey(config: ResolvedConfig): Promise<Uint8Array | undefined> {
-  const url = config.settings.database.url;
-  if (!isPostgresUrl(url) && !existsSync(url)) return undefined;
-  const db = await openDatabase(url);
+  let db: Awaited<ReturnType<typeof openExistingStore>>;
+  try {
+    db = await openExistingStore(config);
+  } catch (error) {
+    if (!(error instanceof LicenseServerError) || error.code !== 'DATABASE_NOT_FOUND') throw error;
+    throw new LicenseServerError('DATABASE_NOT_FOUND', error.message, {
+      hint: 'Pass --public-key with the server\'s PEM (`license-server signing-key show` prints it), or point at the server\'s store with --data-dir, --database-url or --config.',
+    });
+  }
   try {
     const key = await findSigningKey(db);
     return key ? publicKeyFromPem(key.public_key_pem) : undefined;

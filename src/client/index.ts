@@ -2,8 +2,9 @@
  * license-server/client: what an application embeds to check its license. It imports
  * nothing of the server (no oclif, SQLite, pg); docs/client.md shows a complete example.
  */
-export { LicenseClient, LicenseClientError, CLOCK_ROLLBACK_TOLERANCE_MS } from './license-client.js';
-export type { Tier, TierFailure, UsageResult, ValidationResult } from './license-client.js';
+export { LicenseClient, LicenseClientError } from './license-client.js';
+export type { ClientWarning, Tier, TierFailure, UsageResult, ValidationResult } from './license-client.js';
+export { CLOCK_ROLLBACK_TOLERANCE_MS } from './trust.js';
 export { LicenseClientConfigError, defaultCacheDir } from './options.js';
 export type { Clock, LicenseClientOptions, OfflineOptions } from './options.js';
 export { deriveHardwareId } from './hardware-id.js';

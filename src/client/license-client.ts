@@ -1,15 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { isLicenseServerError } from '../lib/errors.js';
+import { setLongTimeout, setTimerUntil, type LongTimer } from '../lib/long-timer.js';
 import { describeFsError } from '../lib/fs-errors.js';
 import { verifyGraceToken } from '../lib/grace-token.js';
 import { licenseKeyPrefix, normalizeLicenseKey } from '../lib/license-key.js';
-import { parseHardwareId, unsealDecryptionKey } from '../lib/offline/binding.js';
+import { unsealDecryptionKey } from '../lib/offline/binding.js';
 import type { LicenseFileEntitlement } from '../lib/offline/format.js';
 import { verifyLicenseFile } from '../lib/offline/verify.js';
 import { deriveHardwareId } from './hardware-id.js';
-import { resolveOptions, systemClock, type Clock, type LicenseClientOptions, type ResolvedOptions } from './options.js';
-import { ClientStore, type QueuedUsage } from './store.js';
+import { LicenseClientConfigError, resolveOptions, systemClock, type Clock, type LicenseClientOptions, type ResolvedOptions } from './options.js';
+import { CacheWriteError, ClientStore, type QueuedUsage, type Verdict } from './store.js';
+import { OfflineTrust, type Save } from './trust.js';
 import { postJson, type ServerReply } from './transport.js';
 
 export type Tier = 'online' | 'license-file' | 'grace-token';
@@ -34,7 +36,17 @@ export interface ValidationResult {
   readonly reason?: string;
   /** Each tier's failure, in chain order, when no tier could vouch for the license. */
   readonly failures: readonly TierFailure[];
+  /** What went wrong besides the answer, e.g. a cache file that could not be written; never changes `valid`. */
+  readonly warnings: readonly ClientWarning[];
   hasEntitlement(code: string): boolean;
+}
+
+/** Something the application may want to log; the answer stands regardless. */
+export interface ClientWarning {
+  /** `CACHE_NOT_WRITTEN`: a state file in the cache directory could not be written or removed. */
+  readonly code: 'CACHE_NOT_WRITTEN';
+  /** The file or directory and the reason, e.g. "cannot create the cache directory ...: permission denied". */
+  readonly message: string;
 }
 
 export interface UsageResult {
@@ -55,14 +67,12 @@ export class LicenseClientError extends Error {
   }
 }
 
-/** A clock set back by more than this while offline makes offline validation fail. */
-export const CLOCK_ROLLBACK_TOLERANCE_MS = 5 * 60_000;
-
 /**
  * The license client of spec sections 1, 2.5-2.7, 5 and 6: online validation, then the
  * `.lic` file, then the cached grace token. Only an unreachable server (no connection, a
- * timeout, 5xx, 429, garbage) moves down the chain; the server's "invalid" is final and
- * deletes the cached grace token. Imports nothing of the server (a test checks).
+ * timeout, 5xx, 429, garbage) moves down the chain; the server's "not valid" is final, is
+ * remembered (revoked.json) and refuses the offline tiers until the server says valid again.
+ * Imports nothing of the server (a test checks).
  */
 export class LicenseClient {
   readonly hardwareId: string;
@@ -70,21 +80,24 @@ export class LicenseClient {
   private readonly callbacks: Pick<LicenseClientOptions, 'onOfflineModeEnter' | 'onOfflineModeExit' | 'onGracePeriodExpired'>;
   private readonly clock: Clock;
   private readonly store: ClientStore;
+  private readonly trust: OfflineTrust;
   private readonly keyPrefix: string;
   private offline = false;
   private closed = false;
   private retryAttempt = 0;
-  private retryTimer: unknown;
-  private graceTimer: unknown;
+  private retryTimer: LongTimer | undefined;
+  private graceTimer: LongTimer | undefined;
   private graceExpiredFired = false;
   private flushing: Promise<void> | undefined;
 
+  /** Throws LicenseClientConfigError, and only that, for options it cannot work with. */
   constructor(options: LicenseClientOptions) {
     this.options = resolveOptions(options);
-    this.hardwareId = options.hardwareId === undefined ? deriveHardwareId() : parseHardwareId(options.hardwareId);
+    this.hardwareId = this.options.hardwareId ?? derivedHardwareId();
     this.callbacks = options;
     this.clock = options.clock ?? systemClock;
     this.store = new ClientStore(this.options.offline.cacheDir, this.options.licenseKey);
+    this.trust = new OfflineTrust(this.store, this.options.offline.enabled);
     const normalized = normalizeLicenseKey(this.options.licenseKey);
     this.keyPrefix = licenseKeyPrefix(normalized ?? this.options.licenseKey.toUpperCase());
   }
@@ -97,10 +110,12 @@ export class LicenseClient {
   /** Never throws: every failure ends in an invalid result with a reason. */
   async validate(): Promise<ValidationResult> {
     if (this.closed) return this.invalid(false, [{ tier: 'online', code: 'CLIENT_CLOSED', message: 'the client is closed' }]);
+    const warnings = new CacheWarnings();
     try {
-      return await this.runChain();
+      return { ...(await this.runChain(warnings.save)), warnings: warnings.list };
     } catch (error) {
-      return this.invalid(this.offline, [{ tier: 'online', code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) }]);
+      const failure: TierFailure = { tier: 'online', code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
+      return { ...this.invalid(this.offline, [failure]), warnings: warnings.list };
     }
   }
 
@@ -126,7 +141,12 @@ export class LicenseClient {
     if (!this.options.offline.enabled || !this.options.offline.allowOfflineUsageReporting) {
       throw new LicenseClientError('SERVER_UNREACHABLE', 'the server cannot be reached and offline usage reporting is off');
     }
-    await this.store.enqueue(report);
+    try {
+      await this.store.enqueue(report);
+    } catch (error) {
+      if (error instanceof CacheWriteError) throw new LicenseClientError('CACHE_NOT_WRITTEN', `the report could not be queued: ${error.message}`);
+      throw error;
+    }
     return { accepted: false, queued: true };
   }
 
@@ -136,8 +156,8 @@ export class LicenseClient {
     this.clearTimers();
   }
 
-  private async runChain(): Promise<ValidationResult> {
-    const online = await this.validateOnline();
+  private async runChain(save: Save): Promise<ValidationResult> {
+    const online = await this.validateOnline(save);
     if (online.kind === 'result') {
       if (this.offline) await this.leaveOfflineMode();
       else if (online.result.valid) void this.flushQueue();
@@ -146,11 +166,17 @@ export class LicenseClient {
     const failures: TierFailure[] = [{ tier: 'online', code: 'SERVER_UNREACHABLE', message: online.reason }];
     if (!this.options.offline.enabled) return this.invalid(false, failures);
 
-    const result = (await this.fromLicenseFile(failures)) ?? (await this.fromGraceToken(failures)) ?? this.invalid(true, failures);
+    // One reading of the clock for the whole offline check; it becomes the trusted time.
+    const now = this.clock.now();
+    const refusal = await this.trust.check(now.getTime(), save);
+    if (refusal) failures.push({ tier: 'license-file', ...refusal }, { tier: 'grace-token', ...refusal });
+    const result = refusal
+      ? this.invalid(true, failures)
+      : ((await this.fromLicenseFile(now, failures, save)) ?? (await this.fromGraceToken(now, failures)) ?? this.invalid(true, failures));
     if (!this.offline) {
       this.offline = true;
       this.retryAttempt = 0;
-      this.callbacks.onOfflineModeEnter?.(await this.remainingGraceMs());
+      this.callbacks.onOfflineModeEnter?.(refusal ? 0 : await this.remainingGraceMs(now));
       this.scheduleRetry();
     }
     if (!result.valid && failures.some((failure) => failure.code === 'GRACE_TOKEN_EXPIRED') && !this.graceExpiredFired) {
@@ -160,7 +186,7 @@ export class LicenseClient {
     return result;
   }
 
-  private async validateOnline(): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string }> {
+  private async validateOnline(save: Save): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string }> {
     const reply = await postJson(
       `${this.options.baseUrl}/api/v1/validate`,
       { license_key: this.options.licenseKey, hardware_id: this.hardwareId, version: this.options.version },
@@ -177,7 +203,7 @@ export class LicenseClient {
           return { kind: 'result', result: this.invalid(false, [failureOf('online', error)]) };
         }
       }
-      await this.rememberOnline(body);
+      await this.rememberValid(body, save);
       this.graceExpiredFired = false;
       return {
         kind: 'result',
@@ -185,12 +211,13 @@ export class LicenseClient {
       };
     }
     if (status === 200 && body.valid === false && typeof body.reason === 'string') {
-      // Authoritative: a revoked license must not live on offline.
-      await this.store.deleteGrace();
+      // Authoritative, whatever the reason: a revoked license must not live on offline.
       const message = typeof body.message === 'string' ? body.message : 'the server says the license is not valid';
+      await this.rememberInvalid(body.reason, message, body.server_time, save);
       return { kind: 'result', result: this.invalid(false, [{ tier: 'online', code: body.reason, message }]) };
     }
     if (status === 200) return { kind: 'unreachable', reason: 'the server answered JSON of an unexpected shape' };
+    // Any other answer (a 4xx error) is about the request, not a verdict on the license: nothing is remembered.
     const error = body.error as { code?: unknown; message?: unknown } | undefined;
     return {
       kind: 'result',
@@ -202,25 +229,40 @@ export class LicenseClient {
     };
   }
 
-  /** Caches the grace token (only one that verifies) and advances the trusted time. */
-  private async rememberOnline(body: Record<string, unknown>): Promise<void> {
-    if (!this.options.offline.enabled) return;
-    const serverTime = Date.parse(String(body.server_time));
-    await this.advanceTrustedTime(Number.isNaN(serverTime) ? this.clock.now().getTime() : serverTime);
+  /**
+   * The server's time becomes the trusted time; the grace token is cached (only one that
+   * verifies, and only next to a clock.json, without which it would count as tampered with).
+   */
+  private async rememberValid(body: Record<string, unknown>, save: Save): Promise<void> {
+    if (!(await this.trust.onlineAnswer(this.serverTime(body.server_time), undefined, save))) return;
     try {
       verifyGraceToken(String(body.grace_token), this.options.offline.publicKey!, { now: this.clock.now(), hardwareId: this.hardwareId });
     } catch {
       return;
     }
-    await this.store.writeGrace({
+    const entry = {
       token: String(body.grace_token),
       license_id: String(body.license_id),
       entitlements: body.entitlements as LicenseFileEntitlement[],
       saved_at: this.clock.now().toISOString(),
-    });
+    };
+    await save(() => this.store.writeGrace(entry));
   }
 
-  private async fromLicenseFile(failures: TierFailure[]): Promise<ValidationResult | undefined> {
+  /** Keeps the verdict (memory and revoked.json) and purges the grace token. */
+  private async rememberInvalid(reason: string, message: string, serverTime: unknown, save: Save): Promise<void> {
+    const at = this.serverTime(serverTime);
+    const verdict: Verdict = { reason, message, server_time: new Date(at).toISOString() };
+    await this.trust.onlineAnswer(at, verdict, save);
+    if (this.options.offline.enabled) await save(() => this.store.deleteGrace());
+  }
+
+  private serverTime(value: unknown): number {
+    const parsed = typeof value === 'string' ? Date.parse(value) : Number.NaN;
+    return Number.isNaN(parsed) ? this.clock.now().getTime() : parsed;
+  }
+
+  private async fromLicenseFile(now: Date, failures: TierFailure[], save: Save): Promise<ValidationResult | undefined> {
     const file = this.options.offline.licenseFile!;
     let bytes: Buffer;
     try {
@@ -229,19 +271,13 @@ export class LicenseClient {
       failures.push({ tier: 'license-file', code: 'LICENSE_FILE_UNREADABLE', message: `cannot read ${file}: ${describeFsError(error)}` });
       return undefined;
     }
-    const now = this.clock.now();
-    const rollback = await this.clockRollback(now);
-    if (rollback) {
-      failures.push({ tier: 'license-file', ...rollback });
-      return undefined;
-    }
     try {
       const verified = verifyLicenseFile(bytes, { publicKey: this.options.offline.publicKey!, hardwareId: this.hardwareId, now });
       if (verified.payload.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'license-file', code: 'LICENSE_FILE_MISMATCH', message: 'the license file is for another license key' });
         return undefined;
       }
-      await this.advanceTrustedTime(Math.max(now.getTime(), Date.parse(verified.payload.issued_at)));
+      await this.trust.advanceTo(Date.parse(verified.payload.issued_at), save);
       return this.valid('license-file', verified.payload.entitlements, verified.payload.license_id, verified.decryptionKey);
     } catch (error) {
       failures.push(failureOf('license-file', error));
@@ -249,16 +285,10 @@ export class LicenseClient {
     }
   }
 
-  private async fromGraceToken(failures: TierFailure[]): Promise<ValidationResult | undefined> {
+  private async fromGraceToken(now: Date, failures: TierFailure[]): Promise<ValidationResult | undefined> {
     const cached = await this.store.readGrace();
     if (!cached) {
       failures.push({ tier: 'grace-token', code: 'NO_GRACE_TOKEN', message: 'no usable grace token is cached' });
-      return undefined;
-    }
-    const now = this.clock.now();
-    const rollback = await this.clockRollback(now);
-    if (rollback) {
-      failures.push({ tier: 'grace-token', ...rollback });
       return undefined;
     }
     try {
@@ -267,8 +297,7 @@ export class LicenseClient {
         failures.push({ tier: 'grace-token', code: 'GRACE_TOKEN_MISMATCH', message: 'the cached grace token is for another license key' });
         return undefined;
       }
-      await this.advanceTrustedTime(now.getTime());
-      this.scheduleGraceExpiry(claims.exp * 1000 - now.getTime());
+      this.scheduleGraceExpiry(claims.exp * 1000);
       return this.valid('grace-token', claims.entitlements, claims.license_id, undefined);
     } catch (error) {
       failures.push(failureOf('grace-token', error));
@@ -276,27 +305,12 @@ export class LicenseClient {
     }
   }
 
-  /** Refuses offline answers when the clock stands well before a time already trusted. */
-  private async clockRollback(now: Date): Promise<{ code: string; message: string } | undefined> {
-    const trusted = await this.store.readTrustedTime();
-    if (trusted === undefined || now.getTime() >= trusted - CLOCK_ROLLBACK_TOLERANCE_MS) return undefined;
-    return {
-      code: 'CLOCK_ROLLBACK',
-      message: `the system clock (${now.toISOString()}) is behind a time already seen (${new Date(trusted).toISOString()}); it was set back`,
-    };
-  }
-
-  private async advanceTrustedTime(ms: number): Promise<void> {
-    const trusted = await this.store.readTrustedTime();
-    if (trusted === undefined || ms > trusted) await this.store.writeTrustedTime(ms);
-  }
-
-  private async remainingGraceMs(): Promise<number> {
+  private async remainingGraceMs(now: Date): Promise<number> {
     const cached = await this.store.readGrace();
     if (!cached) return 0;
     try {
-      const { claims } = verifyGraceToken(cached.token, this.options.offline.publicKey!, { now: this.clock.now(), hardwareId: this.hardwareId });
-      return Math.max(0, claims.exp * 1000 - this.clock.now().getTime());
+      const { claims } = verifyGraceToken(cached.token, this.options.offline.publicKey!, { now, hardwareId: this.hardwareId });
+      return Math.max(0, claims.exp * 1000 - now.getTime());
     } catch {
       return 0;
     }
@@ -307,7 +321,7 @@ export class LicenseClient {
     const { retryInterval, maxRetryInterval, maxRetryAttempts } = this.options.offline;
     if (maxRetryAttempts > 0 && this.retryAttempt >= maxRetryAttempts) return;
     const delay = Math.min(retryInterval * 2 ** this.retryAttempt, maxRetryInterval);
-    this.retryTimer = this.clock.setTimeout(() => void this.retry(), delay);
+    this.retryTimer = setLongTimeout(this.clock, delay, () => void this.retry());
   }
 
   private async retry(): Promise<void> {
@@ -315,7 +329,8 @@ export class LicenseClient {
     if (this.closed || !this.offline) return;
     this.retryAttempt += 1;
     try {
-      const online = await this.validateOnline();
+      // Nobody reads this answer: cache problems show in the next validate() result.
+      const online = await this.validateOnline(new CacheWarnings().save);
       if (online.kind === 'result') {
         await this.leaveOfflineMode();
         return;
@@ -326,13 +341,13 @@ export class LicenseClient {
     this.scheduleRetry();
   }
 
-  private scheduleGraceExpiry(inMs: number): void {
-    if (this.graceTimer !== undefined) this.clock.clearTimeout(this.graceTimer);
+  private scheduleGraceExpiry(expiresAt: number): void {
+    this.graceTimer?.cancel();
     // When the token runs out, the chain runs again: the server may be back, or the grace is over.
-    this.graceTimer = this.clock.setTimeout(() => {
+    this.graceTimer = setTimerUntil(this.clock, expiresAt, () => {
       this.graceTimer = undefined;
       if (!this.closed && this.offline) void this.validate();
-    }, Math.max(0, inMs));
+    });
   }
 
   private async leaveOfflineMode(): Promise<void> {
@@ -354,6 +369,8 @@ export class LicenseClient {
           if (reply.status === 200 || reply.status === 201) await this.store.dequeue(file);
           else await this.store.setAside(file);
         }
+      } catch {
+        // A queue that cannot be changed stays as it is; the next flush tries again.
       } finally {
         this.flushing = undefined;
       }
@@ -370,8 +387,8 @@ export class LicenseClient {
   }
 
   private clearTimers(): void {
-    if (this.retryTimer !== undefined) this.clock.clearTimeout(this.retryTimer);
-    if (this.graceTimer !== undefined) this.clock.clearTimeout(this.graceTimer);
+    this.retryTimer?.cancel();
+    this.graceTimer?.cancel();
     this.retryTimer = undefined;
     this.graceTimer = undefined;
   }
@@ -387,6 +404,7 @@ export class LicenseClient {
       licenseId,
       entitlements,
       failures: [],
+      warnings: [],
       ...(decryptionKey ? { decryptionKey } : {}),
       hasEntitlement: (code: string) => codes.has(code) && !(isOffline && restricted.has(code)),
     };
@@ -399,6 +417,7 @@ export class LicenseClient {
       entitlements: [],
       reason: failures[failures.length - 1]?.code,
       failures,
+      warnings: [],
       hasEntitlement: () => false,
     };
   }
@@ -415,4 +434,28 @@ function rejection(body: Record<string, unknown>, status: number): LicenseClient
     typeof error?.code === 'string' ? error.code : `HTTP_${status}`,
     typeof error?.message === 'string' ? error.message : `the server refused the report (HTTP ${status})`,
   );
+}
+
+/** The warnings of one validation: each distinct cache failure once. */
+class CacheWarnings {
+  readonly list: ClientWarning[] = [];
+  readonly save: Save = async (write) => {
+    try {
+      await write();
+      return true;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (!this.list.some((warning) => warning.message === message)) this.list.push({ code: 'CACHE_NOT_WRITTEN', message });
+      return false;
+    }
+  };
+}
+
+function derivedHardwareId(): string {
+  try {
+    return deriveHardwareId();
+  } catch (error) {
+    // e.g. a sandbox where listing network interfaces fails.
+    throw new LicenseClientConfigError(`cannot derive a hardware ID on this machine (${error instanceof Error ? error.message : String(error)}); set hardwareId`);
+  }
 }

@@ -1,11 +1,12 @@
 import { homedir, platform } from 'node:os';
 import path from 'node:path';
 import { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';
+import { parseHardwareId } from '../lib/offline/binding.js';
 
 /** Spec section 2.6, in camelCase. Durations are milliseconds. */
 export interface OfflineOptions {
   readonly enabled?: boolean;
-  /** Where the grace token, the trusted time and the usage queue live (created 0700). */
+  /** Where the grace token, the trusted time, a revocation and the usage queue live (created 0700). */
   readonly cacheDir?: string;
   /** The `.lic` file; required when offline mode is enabled. */
   readonly licenseFile?: string;
@@ -49,6 +50,8 @@ export interface LicenseClientOptions {
 
 export interface ResolvedOptions {
   readonly baseUrl: string;
+  /** The hardwareId option, checked; undefined: derive one. */
+  readonly hardwareId: string | undefined;
   readonly licenseKey: string;
   readonly version: string;
   readonly requestTimeout: number;
@@ -65,6 +68,7 @@ export interface ResolvedOptions {
   };
 }
 
+/** The one error the LicenseClient constructor throws: options it cannot work with. */
 export class LicenseClientConfigError extends Error {
   override readonly name = 'LicenseClientConfigError';
 }
@@ -74,14 +78,36 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
   const fail = (message: string): never => {
     throw new LicenseClientConfigError(message);
   };
+  const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
+  if (!isObject(options)) fail('options must be an object with serverAddr, licenseKey and version');
   if (typeof options.serverAddr !== 'string' || !/^[^\s/:]+(:\d{1,5})?$|^\[[0-9a-fA-F:]+\](:\d{1,5})?$/.test(options.serverAddr)) {
     fail('server address must be <host>:<port>');
   }
   if (typeof options.licenseKey !== 'string' || options.licenseKey.trim() === '') fail('license key is required');
   if (typeof options.version !== 'string' || options.version === '') fail('version is required');
+  let hardwareId: string | undefined;
+  if (options.hardwareId !== undefined) {
+    try {
+      hardwareId = parseHardwareId(options.hardwareId);
+    } catch (error) {
+      fail((error instanceof Error ? error.message : String(error)).replace(/^hardware_id/, 'hardwareId'));
+    }
+  }
+  if (options.offline !== undefined && !isObject(options.offline)) fail('offline must be an object');
   const offline = options.offline ?? {};
   const enabled = offline.enabled === true;
+  if (offline.licenseFile !== undefined && typeof offline.licenseFile !== 'string') fail('licenseFile must be a path');
   if (enabled && !offline.licenseFile) fail('license file path is required');
+  if (offline.cacheDir !== undefined && (typeof offline.cacheDir !== 'string' || offline.cacheDir === '')) fail('cacheDir must be a directory path');
+  const restricted = offline.restrictedEntitlements ?? [];
+  if (!Array.isArray(restricted) || restricted.some((code) => typeof code !== 'string')) fail('restrictedEntitlements must be an array of entitlement codes');
+  for (const name of ['onOfflineModeEnter', 'onOfflineModeExit', 'onGracePeriodExpired'] as const) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') fail(`${name} must be a function`);
+  }
+  const clock = options.clock;
+  if (clock !== undefined && (!isObject(clock) || typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function')) {
+    fail('clock must have now(), setTimeout() and clearTimeout()');
+  }
   if (enabled && offline.publicKey === undefined) fail('public key is required');
   let publicKey: Uint8Array | undefined;
   if (offline.publicKey !== undefined) {
@@ -104,24 +130,40 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
   if (!Number.isSafeInteger(maxRetryAttempts) || maxRetryAttempts < 0) fail('maxRetryAttempts must be a non-negative integer (0: unlimited)');
   return {
     baseUrl: `${options.https ? 'https' : 'http'}://${options.serverAddr}`,
+    hardwareId,
     licenseKey: options.licenseKey.trim(),
     version: options.version,
     requestTimeout: duration(options.requestTimeout, 10_000, 'requestTimeout'),
     offline: {
       enabled,
-      cacheDir: offline.cacheDir ?? defaultCacheDir(),
+      cacheDir: offline.cacheDir ?? cacheDirOrFail(enabled, fail),
       licenseFile: offline.licenseFile,
       publicKey,
       retryInterval,
       maxRetryInterval,
       maxRetryAttempts,
-      restrictedEntitlements: new Set(offline.restrictedEntitlements ?? []),
+      restrictedEntitlements: new Set(restricted),
       allowOfflineUsageReporting: offline.allowOfflineUsageReporting === true,
     },
   };
 }
 
-/** The OS configuration directory, as the spec's Go client would use (os.UserConfigDir). */
+function cacheDirOrFail(enabled: boolean, fail: (message: string) => never): string {
+  try {
+    return defaultCacheDir();
+  } catch (error) {
+    // os.homedir() throws where a user has neither $HOME nor a passwd entry (some containers).
+    if (!enabled) return '';
+    return fail(`cannot find the OS configuration directory (${error instanceof Error ? error.message : String(error)}); set offline.cacheDir`);
+  }
+}
+
+/**
+ * `license-server-client` in the OS configuration directory, as Go's os.UserConfigDir finds
+ * it for the spec's client: $XDG_CONFIG_HOME (when absolute, as the XDG spec requires) or
+ * ~/.config on Linux and other Unixes, ~/Library/Application Support on macOS, %APPDATA% on
+ * Windows. docs/client.md names the same paths (a test compares them).
+ */
 export function defaultCacheDir(): string {
   const home = homedir();
   switch (platform()) {
@@ -129,8 +171,10 @@ export function defaultCacheDir(): string {
       return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'license-server-client');
     case 'darwin':
       return path.join(home, 'Library', 'Application Support', 'license-server-client');
-    default:
-      return path.join(process.env.XDG_CONFIG_HOME || path.join(home, '.config'), 'license-server-client');
+    default: {
+      const xdg = process.env.XDG_CONFIG_HOME;
+      return path.join(xdg && path.isAbsolute(xdg) ? xdg : path.join(home, '.config'), 'license-server-client');
+    }
   }
 }
 

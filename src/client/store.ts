@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileDurably } from '../lib/files/durable-write.js';
+import { describeFsError } from '../lib/fs-errors.js';
 import type { LicenseFileEntitlement } from '../lib/offline/format.js';
 
 export interface CachedGrace {
@@ -10,6 +11,21 @@ export interface CachedGrace {
   readonly entitlements: readonly LicenseFileEntitlement[];
   readonly saved_at: string;
 }
+
+/** The server's authoritative "not valid" (docs/client.md, "Revocation"). */
+export interface Verdict {
+  /** The server's reason, e.g. LICENSE_INACTIVE. */
+  readonly reason: string;
+  readonly message: string;
+  /** The server's time of the answer, RFC 3339. */
+  readonly server_time: string;
+}
+
+/** What clock.json says: a time, nothing (never written, or deleted), or something unreadable. */
+export type ClockRecord =
+  | { readonly kind: 'trusted'; readonly latest: number; readonly revoked?: Verdict }
+  | { readonly kind: 'missing' }
+  | { readonly kind: 'damaged'; readonly why: string };
 
 export interface QueuedUsage {
   readonly entitlement_code: string;
@@ -21,9 +37,10 @@ export interface QueuedUsage {
 /**
  * What the client keeps on disk, in a 0700 directory per license key under cacheDir:
  * `grace.json` (the last grace token and its entitlements), `clock.json` (the latest
- * trusted time seen) and `queue/` (usage reports waiting for the server, one file each).
- * Every file is written whole or not at all (write .partial, fsync, rename, fsync dir),
- * readable by the user only. A file that does not parse counts as absent.
+ * trusted time seen, and a copy of a revocation), `revoked.json` (the server's last
+ * authoritative "not valid"), `queue/` (usage reports waiting for the server, one file each)
+ * and `rejected/`. Every file is written whole or not at all (write .partial, fsync, rename,
+ * fsync dir), readable by the user only. Writes throw CacheWriteError; reads never throw.
  */
 export class ClientStore {
   readonly dir: string;
@@ -35,8 +52,14 @@ export class ClientStore {
     this.queueDir = path.join(this.dir, 'queue');
   }
 
+  file(name: string): string {
+    return path.join(this.dir, name);
+  }
+
+  /** A grace.json that does not parse counts as absent: without a token the tier refuses anyway. */
   async readGrace(): Promise<CachedGrace | undefined> {
-    const value = await this.readJson('grace.json');
+    const read = await this.readJson('grace.json');
+    const value = read.kind === 'object' ? read.value : undefined;
     if (!value || typeof value.token !== 'string' || typeof value.license_id !== 'string' || !Array.isArray(value.entitlements)) return undefined;
     return value as unknown as CachedGrace;
   }
@@ -45,25 +68,53 @@ export class ClientStore {
     return this.writeJson('grace.json', entry);
   }
 
-  async deleteGrace(): Promise<void> {
-    await rm(path.join(this.dir, 'grace.json'), { force: true });
+  deleteGrace(): Promise<void> {
+    return this.delete('grace.json');
   }
 
-  /** Milliseconds since the epoch of the latest time the client had reason to trust. */
-  async readTrustedTime(): Promise<number | undefined> {
-    const value = await this.readJson('clock.json');
-    return typeof value?.latest === 'number' && Number.isFinite(value.latest) ? value.latest : undefined;
+  async readClock(): Promise<ClockRecord> {
+    const read = await this.readJson('clock.json');
+    if (read.kind === 'missing') return read;
+    if (read.kind === 'damaged') return read;
+    const { latest, revoked } = read.value;
+    if (typeof latest !== 'number' || !Number.isFinite(latest)) return { kind: 'damaged', why: 'it holds no time' };
+    return { kind: 'trusted', latest, ...(isVerdict(revoked) ? { revoked } : {}) };
   }
 
-  writeTrustedTime(latest: number): Promise<void> {
-    return this.writeJson('clock.json', { latest });
+  writeClock(latest: number, revoked: Verdict | undefined): Promise<void> {
+    return this.writeJson('clock.json', revoked ? { latest, revoked } : { latest });
+  }
+
+  /** The verdict in revoked.json; 'damaged' when the file is there but cannot be read as one. */
+  async readVerdict(): Promise<Verdict | 'damaged' | undefined> {
+    const read = await this.readJson('revoked.json');
+    if (read.kind === 'missing') return undefined;
+    return read.kind === 'object' && isVerdict(read.value) ? read.value : 'damaged';
+  }
+
+  writeVerdict(verdict: Verdict): Promise<void> {
+    return this.writeJson('revoked.json', verdict);
+  }
+
+  deleteVerdict(): Promise<void> {
+    return this.delete('revoked.json');
+  }
+
+  /** Whether a file is there at all, readable or not. */
+  async has(name: string): Promise<boolean> {
+    try {
+      await stat(this.file(name));
+      return true;
+    } catch (error) {
+      return !isAbsence(error);
+    }
   }
 
   /** Appends a report; file names sort in the order the reports were made. */
   async enqueue(report: QueuedUsage): Promise<void> {
-    await mkdir(this.queueDir, { recursive: true, mode: 0o700 });
+    await this.makeDir(this.queueDir);
     const name = `${String(Date.parse(report.occurred_at)).padStart(15, '0')}-${process.hrtime.bigint().toString().padStart(20, '0')}-${randomUUID()}.json`;
-    await writeFileDurably(path.join(this.queueDir, name), JSON.stringify(report), { mode: 0o600 });
+    await this.write(path.join(this.queueDir, name), JSON.stringify(report), false);
   }
 
   async queued(): Promise<Array<{ file: string; report: QueuedUsage }>> {
@@ -97,17 +148,69 @@ export class ClientStore {
     await rename(file, path.join(rejected, path.basename(file))).catch(() => rm(file, { force: true }));
   }
 
-  private async readJson(name: string): Promise<Record<string, unknown> | undefined> {
+  private async readJson(
+    name: string,
+  ): Promise<{ kind: 'object'; value: Record<string, unknown> } | { kind: 'missing' } | { kind: 'damaged'; why: string }> {
+    let text: string;
     try {
-      const value: unknown = JSON.parse(await readFile(path.join(this.dir, name), 'utf8'));
-      return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-    } catch {
-      return undefined;
+      text = await readFile(this.file(name), 'utf8');
+    } catch (error) {
+      return isAbsence(error) ? { kind: 'missing' } : { kind: 'damaged', why: describeFsError(error) };
     }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return { kind: 'damaged', why: 'it is not JSON' };
+    }
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return { kind: 'damaged', why: 'it is not a JSON object' };
+    return { kind: 'object', value: value as Record<string, unknown> };
   }
 
   private async writeJson(name: string, value: unknown): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    await writeFileDurably(path.join(this.dir, name), JSON.stringify(value), { overwrite: true, mode: 0o600 });
+    await this.makeDir(this.dir);
+    await this.write(this.file(name), JSON.stringify(value));
   }
+
+  private async write(file: string, data: string, overwrite = true): Promise<void> {
+    try {
+      await writeFileDurably(file, data, { overwrite, mode: 0o600 });
+    } catch (error) {
+      // writeFileDurably's message already names the file and the reason.
+      throw new CacheWriteError(error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  private async makeDir(dir: string): Promise<void> {
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (error) {
+      throw new CacheWriteError(`cannot create the cache directory ${dir}: ${describeFsError(error)}`);
+    }
+  }
+
+  private async delete(name: string): Promise<void> {
+    try {
+      await rm(this.file(name), { force: true });
+    } catch (error) {
+      if (!isAbsence(error)) throw new CacheWriteError(`cannot remove ${this.file(name)}: ${describeFsError(error)}`);
+    }
+  }
+}
+
+/** A cache file that could not be written; the client reports it as a warning, never as a failure. */
+export class CacheWriteError extends Error {
+  override readonly name = 'CacheWriteError';
+}
+
+/** Not there: no file, or a parent that is not a directory (so nothing was ever written there). */
+function isAbsence(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+function isVerdict(value: unknown): value is Verdict {
+  if (typeof value !== 'object' || value === null) return false;
+  const record = value as Record<string, unknown>;
+  return typeof record.reason === 'string' && typeof record.message === 'string' && typeof record.server_time === 'string';
 }

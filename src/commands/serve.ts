@@ -73,7 +73,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const log = (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', ...entry })}\n`);
       const { Notifier } = await import('../lib/notifications/notifier.js');
       const current = state;
-      const notifier = new Notifier({ database: () => current.db, server: () => current.config.settings.issuer, log });
+      const notifier = new Notifier({ database: () => current.db, server: () => current.config.settings.issuer, log, allowLinkLocal: () => current.config.settings.notifications.allowLinkLocal });
       const scheduler = settings.backup.enabled ? await this.scheduler(state, log, notifier) : undefined;
       const app = createApp({ state, log, toolVersion: this.config.version, scheduler, notifier });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { pipeline, type Readable } from 'node:stream';
 import { authenticateAdminToken } from '../lib/admin-tokens.js';
 import type { Settings } from '../lib/config/resolve.js';
 import { LicenseServerError } from '../lib/errors.js';
+import { describe } from '../lib/validate.js';
 import type { Database } from '../lib/storage/types.js';
 import { readJsonObject } from './body.js';
 import { toErrorResponse } from './errors.js';
@@ -33,6 +36,8 @@ export interface App {
   /** From now on every new request gets 503 SHUTTING_DOWN. */
   stopAccepting(): void;
   close(): void;
+  /** The daemon's log, for the listener's own lines (the drain at shutdown). */
+  readonly log: (entry: Record<string, unknown>) => void;
 }
 
 /** Holds new requests off (503 + Retry-After) while the data is replaced under them. */
@@ -104,28 +109,55 @@ export function createApp(deps: AppDependencies): App {
   const handle = (request: IncomingMessage, response: ServerResponse) => {
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(request);
+    // Read now: a socket that has died no longer knows its peer.
+    const remote = request.socket.remoteAddress;
     let routePath = 'unmatched';
-    inFlight += 1;
+    // Absent until known: public routes have none, admin routes only once the token checked out.
+    let actor: string | undefined;
+    let stream: Readable | undefined;
     response.setHeader('X-Request-Id', requestId);
-    response.once('close', () => {
-      inFlight -= 1;
+    inFlight += 1;
+    // In flight until the handler is done and the answer is out or can no longer go out.
+    let handling = true;
+    let outcome: 'finished' | 'aborted' | undefined;
+    const release = () => {
+      if (!handling && outcome) inFlight -= 1;
+    };
+    const settle = (result: 'finished' | 'aborted') => {
+      if (outcome) return;
+      outcome = result;
+      response.off('finish', onFinish).off('close', onGone);
+      untrack(request.socket, onGone);
+      if (result === 'aborted') stream?.destroy();
+      const status = result === 'finished' ? response.statusCode : null;
       deps.log({
         time: new Date().toISOString(),
-        level: response.statusCode >= 500 ? 'error' : 'info',
+        level: status !== null && status >= 500 ? 'error' : 'info',
         msg: 'request',
         request_id: requestId,
         method: request.method,
         route: routePath,
-        status: response.statusCode,
+        status,
         duration_ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        remote: request.socket.remoteAddress,
-        ...(response.writableFinished ? {} : { aborted: true }),
+        remote,
+        ...(actor === undefined ? {} : { actor }),
+        ...(result === 'aborted' ? { aborted: true } : {}),
       });
-    });
+      release();
+    };
+    const onFinish = () => settle('finished');
+    const onGone = () => settle(response.writableFinished ? 'finished' : 'aborted');
+    response.once('finish', onFinish).once('close', onGone);
+    // A response queued behind a pipelined one gets neither 'finish' nor 'close' when the
+    // connection dies under it; only the socket says so.
+    track(request.socket, onGone);
 
     void (async () => {
       let route: Route | undefined;
       try {
+        // Before any await: Node dispatches some of these and only then fails on the body,
+        // so the answer must already be out when its parser error arrives (server.ts).
+        refuseUnusualTransferEncoding(request);
         const [path = '', search = ''] = (request.url ?? '').split('?', 2);
         const match = router.match(request.method ?? 'GET', path);
         route = match.route;
@@ -135,10 +167,10 @@ export function createApp(deps: AppDependencies): App {
           response.setHeader('Retry-After', String(paused));
           throw new LicenseServerError('RESTORE_IN_PROGRESS', 'a backup is being restored; try again shortly');
         }
-        const remote = request.socket.remoteAddress ?? 'unknown';
-        let actor = `client:${remote}`;
+        const peer = remote ?? 'unknown';
         if (route.access === 'client') {
-          const wait = limiter.take(remote);
+          actor = `client:${peer}`;
+          const wait = limiter.take(peer);
           if (wait > 0) {
             response.setHeader('Retry-After', String(wait));
             throw new LicenseServerError('RATE_LIMITED', `too many requests from this address; retry in ${wait} s`);
@@ -151,22 +183,30 @@ export function createApp(deps: AppDependencies): App {
           params: match.params,
           query: new URLSearchParams(search),
           body,
-          actor,
+          actor: actor ?? `client:${peer}`,
           accept: String(request.headers.accept ?? ''),
         });
+        if ('stream' in reply) stream = reply.stream;
         if (!accepting) response.setHeader('Connection', 'close');
         send(request, response, reply);
       } catch (error) {
         const { status, body } = toErrorResponse(error);
         if (status === 500) deps.log({ time: new Date().toISOString(), level: 'error', msg: 'unhandled error', request_id: requestId, error: describeBug(error) });
-        const allow = (error as { allow?: string }).allow;
-        if (allow) response.setHeader('Allow', allow);
-        if (status === 401) response.setHeader('WWW-Authenticate', 'Bearer');
-        // A body we stopped reading (too large, too slow, wrong type) leaves the connection unusable.
-        if (!request.complete || !accepting) response.setHeader('Connection', 'close');
+        if (!response.headersSent && !response.destroyed) {
+          const allow = (error as { allow?: string }).allow;
+          if (allow) response.setHeader('Allow', allow);
+          if (status === 401) response.setHeader('WWW-Authenticate', 'Bearer');
+          // A body we stopped reading (too large, too slow, wrong type) leaves the connection unusable.
+          if (!request.complete || !accepting) response.setHeader('Connection', 'close');
+        }
         send(request, response, { status, json: body });
       }
-    })();
+    })().finally(() => {
+      handling = false;
+      // The answer may never get out (the connection died first): its stream must not stay open.
+      if (outcome === 'aborted') stream?.destroy();
+      release();
+    });
   };
 
   return {
@@ -176,6 +216,7 @@ export function createApp(deps: AppDependencies): App {
       accepting = false;
     },
     close: () => limiter.close(),
+    log: deps.log,
   };
 }
 
@@ -193,7 +234,10 @@ async function authenticate(request: IncomingMessage, deps: AppDependencies): Pr
 }
 
 function send(request: IncomingMessage, response: ServerResponse, reply: Reply): void {
-  if (response.headersSent || response.destroyed) return;
+  if (response.headersSent || response.destroyed) {
+    if ('stream' in reply) reply.stream.destroy();
+    return;
+  }
   response.setHeader('Cache-Control', 'no-store');
   response.setHeader('X-Content-Type-Options', 'nosniff');
   if ('stream' in reply) {
@@ -206,9 +250,9 @@ function send(request: IncomingMessage, response: ServerResponse, reply: Reply):
       response.end();
       return;
     }
-    // Piped, so a large backup goes out in constant memory at the client's pace.
-    reply.stream.on('error', () => response.destroy());
-    reply.stream.pipe(response);
+    // Piped, so a large backup goes out in constant memory at the client's pace; a failure
+    // on either side closes both.
+    pipeline(reply.stream, response, () => undefined);
     return;
   }
   let payload: Buffer;
@@ -223,6 +267,38 @@ function send(request: IncomingMessage, response: ServerResponse, reply: Reply):
   response.statusCode = reply.status ?? 200;
   response.setHeader('Content-Length', payload.length);
   response.end(request.method === 'HEAD' ? undefined : payload);
+}
+
+/** Per connection, the requests on it whose answers are not out yet. */
+const unsettled = new WeakMap<Socket, Set<() => void>>();
+
+function track(socket: Socket, onGone: () => void): void {
+  let callbacks = unsettled.get(socket);
+  if (!callbacks) {
+    const set = new Set<() => void>();
+    unsettled.set(socket, set);
+    socket.once('close', () => {
+      for (const callback of [...set]) callback();
+      set.clear();
+    });
+    callbacks = set;
+  }
+  callbacks.add(onGone);
+  if (socket.closed) queueMicrotask(onGone);
+}
+
+function untrack(socket: Socket, onGone: () => void): void {
+  unsettled.get(socket)?.delete(onGone);
+}
+
+/**
+ * Bodies come with Content-Length or `Transfer-Encoding: chunked`, nothing else: a coding
+ * we do not decode (gzip, identity, a list) would be read as the wrong bytes.
+ */
+function refuseUnusualTransferEncoding(request: IncomingMessage): void {
+  const given = request.headers['transfer-encoding'];
+  if (given === undefined || given.trim().toLowerCase() === 'chunked') return;
+  throw new LicenseServerError('INVALID_INPUT', `Transfer-Encoding ${describe(given)} is not supported; send Content-Length or Transfer-Encoding: chunked`);
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;

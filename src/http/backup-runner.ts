@@ -1,4 +1,6 @@
+import { appendAudit } from '../lib/audit.js';
 import type { OperationContext } from '../lib/context.js';
+import { LicenseServerError } from '../lib/errors.js';
 import type { BackupRecord } from '../lib/backup/repository.js';
 import type { Trigger } from '../lib/backup/manifest.js';
 import type { RestoreReport } from '../lib/backup/restore.js';
@@ -21,7 +23,12 @@ export async function runBackup(state: ServingState, toolVersion: string, trigge
  * signing key are loaded again, and serving resumes. No request sees a mix of old and new
  * data; when anything fails, the old database is opened again and keeps serving.
  */
-export async function restoreWhileServing(deps: RouteDependencies, reference: string, context: OperationContext): Promise<RestoreReport> {
+export async function restoreWhileServing(
+  deps: RouteDependencies,
+  reference: string,
+  context: OperationContext,
+  options: { keepRevocations?: boolean } = {},
+): Promise<RestoreReport> {
   const { restoreBackup } = await import('../lib/backup/restore.js');
   // This request stays in flight; every other one is waited for.
   await deps.maintenance.begin(30, 1, 10_000);
@@ -33,16 +40,26 @@ export async function restoreWhileServing(deps: RouteDependencies, reference: st
       toolVersion: deps.toolVersion,
       context,
       inDaemon: true,
+      keepRevocations: options.keepRevocations,
       beforeSwap: async () => {
         closed = true;
         await deps.state.closeDatabase();
       },
     });
     await deps.state.reopen(true);
+    // A backup of a store from before `init` may hold no signing key; the daemon makes one,
+    // as it does at start, rather than refuse every checkout until it is restarted.
+    const { ensureSigningKey } = await import('../lib/signing-key.js');
+    await ensureSigningKey(deps.state.db, context);
     deps.log({ time: new Date().toISOString(), level: 'info', msg: 'backup restored', backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id });
     return report;
   } catch (error) {
     if (closed) await deps.state.reopen(false);
+    // The restore wrote its own entry on success; a refused or failed one leaves this trace.
+    const code = error instanceof LicenseServerError ? error.code : 'INTERNAL';
+    await appendAudit(deps.state.db, context, { action: 'backup.restore_failed', entityType: 'backup', entityId: reference, details: { code } }).catch((auditError: unknown) =>
+      deps.log({ time: new Date().toISOString(), level: 'error', msg: 'cannot audit a failed restore', backup_id: reference, error: auditError instanceof Error ? auditError.message.slice(0, 200) : String(auditError) }),
+    );
     throw error;
   } finally {
     deps.maintenance.end();

@@ -1,7 +1,10 @@
 import type { IncomingMessage } from 'node:http';
 import { LicenseServerError } from '../lib/errors.js';
+import { describe } from '../lib/validate.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** No body of ours nests beyond 3 levels; deeper input only threatens code that recurses. */
+export const MAX_BODY_DEPTH = 32;
 
 /**
  * Reads a JSON object body: Content-Type application/json (415 otherwise), at most 1 MiB
@@ -17,12 +20,15 @@ export async function readJsonObject(request: IncomingMessage, timeoutMs: number
   }
   const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
   if (type !== 'application/json') {
-    throw new LicenseServerError('UNSUPPORTED_MEDIA_TYPE', `expected Content-Type application/json, got ${type ? JSON.stringify(type) : 'none'}`);
+    throw new LicenseServerError('UNSUPPORTED_MEDIA_TYPE', `expected Content-Type application/json, got ${type ? describe(type) : 'none'}`);
   }
   if (length !== undefined && Number(length) > MAX_BODY_BYTES) {
     throw new LicenseServerError('BODY_TOO_LARGE', `the body is ${Number(length)} bytes; the limit is ${MAX_BODY_BYTES}`);
   }
   const text = await readText(request, timeoutMs);
+  if (nestingDepth(text) > MAX_BODY_DEPTH) {
+    throw new LicenseServerError('INVALID_JSON', `the body nests arrays and objects more than ${MAX_BODY_DEPTH} levels deep`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -37,11 +43,16 @@ export async function readJsonObject(request: IncomingMessage, timeoutMs: number
 
 function readText(request: IncomingMessage, timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
+    // A request queued behind a pipelined one may be gone before its handler gets here.
+    if (request.destroyed) {
+      reject(new LicenseServerError('INVALID_INPUT', 'the client aborted the request'));
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     const finish = (error?: LicenseServerError) => {
       clearTimeout(timer);
-      request.off('data', onData).off('end', onEnd).off('error', onError).off('aborted', onAborted);
+      request.off('data', onData).off('end', onEnd).off('error', onError).off('close', onAborted);
       if (error) {
         // Stop reading; the response goes out with Connection: close.
         request.pause();
@@ -66,6 +77,23 @@ function readText(request: IncomingMessage, timeoutMs: number): Promise<string> 
       () => finish(new LicenseServerError('REQUEST_TIMEOUT', `the body did not arrive within ${timeoutMs / 1000} s`)),
       timeoutMs,
     );
-    request.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onAborted);
+    request.on('data', onData).on('end', onEnd).on('error', onError).on('close', onAborted);
   });
+}
+
+/** The deepest nesting of brackets outside strings, in one pass over the text. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const char = text.charCodeAt(i);
+    if (inString) {
+      if (char === 0x5c) i += 1; // backslash: the next character is escaped
+      else if (char === 0x22) inString = false;
+    } else if (char === 0x22) inString = true;
+    else if (char === 0x5b || char === 0x7b) deepest = Math.max(deepest, ++depth);
+    else if (char === 0x5d || char === 0x7d) depth -= 1;
+  }
+  return deepest;
 }

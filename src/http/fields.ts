@@ -1,4 +1,5 @@
 import { LicenseServerError } from '../lib/errors.js';
+import { describe } from '../lib/validate.js';
 
 /**
  * Refuses members a route does not know (a typo such as "ttl_day" must not silently fall
@@ -8,7 +9,7 @@ import { LicenseServerError } from '../lib/errors.js';
 export function expectFields(body: Record<string, unknown>, required: readonly string[], optional: readonly string[] = []): void {
   for (const name of Object.keys(body)) {
     if (!required.includes(name) && !optional.includes(name)) {
-      throw new LicenseServerError('INVALID_INPUT', `unknown field ${JSON.stringify(name.slice(0, 64))}; expected ${[...required, ...optional].join(', ')}`);
+      throw new LicenseServerError('INVALID_INPUT', `unknown field ${describe(name)}; expected ${[...required, ...optional].join(', ') || 'no members'}`);
     }
   }
   for (const name of required) {
@@ -21,7 +22,7 @@ export function expectQuery(query: URLSearchParams, known: readonly string[]): R
   const out: Record<string, string | undefined> = {};
   for (const name of new Set(query.keys())) {
     if (!known.includes(name)) {
-      throw new LicenseServerError('INVALID_INPUT', `unknown query parameter ${JSON.stringify(name.slice(0, 64))}; expected ${known.join(', ') || 'none'}`);
+      throw new LicenseServerError('INVALID_INPUT', `unknown query parameter ${describe(name)}; expected ${known.join(', ') || 'none'}`);
     }
     const values = query.getAll(name);
     if (values.length > 1) throw new LicenseServerError('INVALID_INPUT', `query parameter "${name}" is given more than once`);

@@ -34,8 +34,9 @@ export interface Match {
 /**
  * A plain route table: a handful of fixed paths does not need a router library. Paths are
  * matched segment by segment on the raw request path, percent-decoded per segment and never
- * normalised, so `/api/licenses/../signing-key` is a license id of "..", refused as such,
- * not a way around a route.
+ * normalised: a `.` or `..` segment, wherever it is and however encoded, is refused as an
+ * id (INVALID_ID) before any route is tried, so `/api/licenses/../signing-key` is neither a
+ * way around a route nor a 404 that hides what was wrong.
  */
 export class Router {
   private readonly compiled: Array<{ route: Route; segments: string[] }>;
@@ -73,11 +74,15 @@ export class Router {
 
 function splitPath(path: string): string[] {
   if (!path.startsWith('/')) throw new LicenseServerError('ROUTE_NOT_FOUND', 'no such route');
-  return path.split('/').slice(1).map((segment) => {
+  const segments = path.split('/').slice(1).map((segment) => {
     try {
       return decodeURIComponent(segment);
     } catch {
       throw new LicenseServerError('INVALID_INPUT', 'the path is not valid percent-encoding');
     }
   });
+  if (segments.some((segment) => segment === '.' || segment === '..')) {
+    throw new LicenseServerError('INVALID_ID', 'a path segment is "." or "..", which is not an id; paths are matched as sent, never normalised');
+  }
+  return segments;
 }

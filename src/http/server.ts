@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { LicenseServerError } from '../lib/errors.js';
@@ -37,21 +37,41 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
   const server: Server = options.tls
     ? createHttpsServer({ ...timeouts, cert: options.tls.cert, key: options.tls.key }, app.handle)
     : createHttpServer(timeouts, app.handle);
-  // Requests Node refuses before our handler sees them (malformed, headers too slow) still
-  // get the API's error shape.
+  // Requests Node refuses still get the API's error shape: those refused before our handler
+  // saw them (malformed, headers too large or too slow) as raw bytes, and those it
+  // dispatched and then failed in the body (an unusual Transfer-Encoding, a bad chunk)
+  // through their own response, so that the request log has them once, with that status.
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (!socket.writable || (socket as Socket & { _httpMessage?: unknown })._httpMessage) {
+    const refusal = refusalOf(error);
+    const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (pending) {
+      if (!pending.headersSent && !pending.req.complete && socket.writable) {
+        // Only the request being read can be incomplete: this answer is its own.
+        const body = JSON.stringify({ error: { code: refusal.code, message: refusal.message } });
+        pending.writeHead(refusal.status, {
+          'Content-Type': 'application/json; charset=utf-8',
+          'Content-Length': Buffer.byteLength(body),
+          'Cache-Control': 'no-store',
+          'X-Content-Type-Options': 'nosniff',
+          Connection: 'close',
+        });
+        pending.end(body);
+      } else if (pending.writableEnded && socket.writable) {
+        // Its answer (the app's own refusal) is written: let it go out, then close.
+        socket.end();
+      } else {
+        // An answer half sent, or others queued behind it: nothing can be added safely.
+        socket.destroy();
+      }
+      return;
+    }
+    if (!socket.writable) {
       socket.destroy();
       return;
     }
-    const timeout = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
-    const [status, code, message] = timeout
-      ? [408, 'REQUEST_TIMEOUT', 'the request did not arrive in time']
-      : error.code === 'HPE_HEADER_OVERFLOW' ? [431, 'INVALID_INPUT', 'the request headers are too large']
-      : [400, 'INVALID_INPUT', 'the request is not valid HTTP'];
-    const body = JSON.stringify({ error: { code, message } });
+    const body = JSON.stringify({ error: { code: refusal.code, message: refusal.message } });
     socket.end(
-      `HTTP/1.1 ${status} ${timeout ? 'Request Timeout' : status === 431 ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+      `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\n` +
         `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );
   });
@@ -79,7 +99,19 @@ async function shutdown(server: Server, app: App, graceMs: number): Promise<void
     await new Promise((resolve) => setTimeout(resolve, 20));
     server.closeIdleConnections();
   }
+  const cutOff = app.inFlight();
+  app.log(
+    cutOff === 0
+      ? { time: new Date().toISOString(), level: 'info', msg: 'drained' }
+      : { time: new Date().toISOString(), level: 'warn', msg: 'grace period over', requests_cut_off: cutOff, grace_ms: graceMs },
+  );
   server.closeAllConnections();
   await closed;
   app.close();
+}
+
+function refusalOf(error: NodeJS.ErrnoException): { status: number; reason: string; code: string; message: string } {
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', code: 'REQUEST_TIMEOUT', message: 'the request did not arrive in time' };
+  if (error.code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', code: 'INVALID_INPUT', message: 'the request headers are too large' };
+  return { status: 400, reason: 'Bad Request', code: 'INVALID_INPUT', message: 'the request is not valid HTTP' };
 }

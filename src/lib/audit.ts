@@ -1,7 +1,7 @@
 import type { OperationContext } from './context.js';
 import { now } from './context.js';
 import { checkLimit } from './paging.js';
-import type { Queryable, SqlValue } from './storage/types.js';
+import type { Database, Queryable, SqlValue } from './storage/types.js';
 import { asInt, asIso, asJson } from './storage/values.js';
 
 export interface AuditEntry {
@@ -35,6 +35,14 @@ export async function recordAudit(tx: Queryable, context: OperationContext, even
       JSON.stringify(event.details ?? {}),
     ],
   );
+}
+
+/**
+ * Appends one entry in a transaction of its own: for access that changes nothing but must
+ * leave a trace (a backup downloaded or checked), and for an attempt that failed.
+ */
+export async function appendAudit(db: Database, context: OperationContext, event: AuditEvent): Promise<void> {
+  await db.transaction((tx) => recordAudit(tx, context, event));
 }
 
 export interface AuditFilter {

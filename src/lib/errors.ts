@@ -33,6 +33,7 @@ interface ErrorSpec {
 export const ERROR_TABLE = {
   INTERNAL: { exit: EXIT.internal, http: 500, hint: 'This is a bug; please report it with the command that caused it.' },
   USAGE: { exit: EXIT.usage, http: 400, hint: 'See --help for the accepted flags and arguments.' },
+  COMMAND_NOT_FOUND: { exit: EXIT.usage, http: 404, hint: 'See `license-server --help` for the commands.' },
   INVALID_INPUT: { exit: EXIT.usage, http: 400, hint: 'Check the value named above; --help shows the accepted forms.' },
   INVALID_ID: { exit: EXIT.usage, http: 400, hint: 'Ids are UUIDs such as 0b6c4f8e-3a1d-4e8e-9c2b-5f0d7a1e2c3b.' },
   INVALID_DATE: {
@@ -104,6 +105,11 @@ export const ERROR_TABLE = {
     hint: 'This license carries a decryption key, which is only ever sealed to one machine: pass --hardware-id.',
   },
   USAGE_LIMIT_EXCEEDED: { exit: EXIT.refused, http: 422, hint: 'The entitlement\'s usage limit would be exceeded.' },
+  WEBHOOK_ADDRESS_REFUSED: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'Webhooks never go to link-local addresses (169.254.0.0/16, fe80::/10) unless notifications.allow_link_local is true.',
+  },
   LICENSE_FILE_MALFORMED: { exit: EXIT.licenseFile, http: 400, hint: 'Copy the file again from its source; it is damaged or not a .lic file.' },
   LICENSE_FILE_UNSUPPORTED_VERSION: { exit: EXIT.licenseFile, http: 400, hint: 'Upgrade license-server to read this file.' },
   SIGNATURE_INVALID: {
@@ -131,6 +137,11 @@ export const ERROR_TABLE = {
   BACKUP_INVALID: { exit: EXIT.backup, http: 422, hint: 'This file is not a license-server backup, or not a complete one.' },
   BACKUP_CORRUPT: { exit: EXIT.backup, http: 422, hint: 'The file is damaged; use another backup.' },
   BACKUP_UNSUPPORTED: { exit: EXIT.backup, http: 422, hint: 'Restore it with a license-server as new as the one that made it.' },
+  BACKUP_ENGINE_MISMATCH: {
+    exit: EXIT.backup,
+    http: 422,
+    hint: 'Point database.url (LICENSE_DATABASE_URL) at a database of the engine the backup was made on; cross-engine restore is not supported yet.',
+  },
   BACKUP_KEY_REQUIRED: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },
   BACKUP_WRONG_KEY: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },
   FILE_WRITE_FAILED: { exit: EXIT.io, http: 500, hint: 'Check free space, permissions and that the medium is still mounted.' },
@@ -138,6 +149,11 @@ export const ERROR_TABLE = {
     exit: EXIT.unavailable,
     http: 503,
     hint: 'Check database.url (LICENSE_DATABASE_URL) and that the database is running.',
+  },
+  DATABASE_NOT_FOUND: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'Point at the right store with --data-dir or LICENSE_DATA_DIR, --database-url or LICENSE_DATABASE_URL, or --config; or create a new one with `license-server init`.',
   },
   DATABASE_SCHEMA_TOO_NEW: {
     exit: EXIT.unavailable,

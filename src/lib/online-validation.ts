@@ -60,7 +60,7 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
   }
   const at = now(context);
   const serverTime = toRfc3339Seconds(at);
-  const signer = await getSigner(db, context);
+  const signer = await getSigner(db);
   // One transaction: the license, its entitlements and its key are read as one snapshot, and
   // under load the reads of many validations share one lock round (see SqliteDatabase).
   const read = await db.transaction(async (tx) => {

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { recordAudit } from './audit.js';
 import { now, type OperationContext } from './context.js';
+import { LicenseServerError } from './errors.js';
 import { publicKeyToPem } from './crypto/ed25519-pem.js';
 import type { Database, Row } from './storage/types.js';
 import { asBytesOrNull, asIso } from './storage/values.js';
@@ -22,15 +23,21 @@ export interface SigningKeyPair {
 }
 
 /**
- * Returns the current signing key, generating it on first use. Processes that race here
- * (several daemons starting on one PostgreSQL database) all end with the same key: the
- * insert is ON CONFLICT DO NOTHING against a unique index that admits one current key,
- * and everyone reads back whichever insert won.
+ * Returns the current signing key, generating it when there is none. Only `init` and
+ * `serve` call this: any other command reading the key of a store that has none gets
+ * SIGNING_KEY_MISSING, so a key is never made by accident (say, by `signing-key show`
+ * run against the wrong store). Processes that race here (several daemons starting on one
+ * PostgreSQL database) all end with the same key: the insert is ON CONFLICT DO NOTHING
+ * against a unique index that admits one current key, and everyone reads back whichever
+ * insert won.
  */
-export async function ensureSigningKey(db: Database, context: OperationContext): Promise<SigningKeyInfo> {
-  const pair = await loadSigningKeyPair(db, context);
-  const rows = await db.query('SELECT created_at FROM signing_keys WHERE id = ?', [pair.id]);
-  return describeKey(pair.id, pair.publicKey, rows[0]!);
+export async function ensureSigningKey(db: Database, context: OperationContext): Promise<SigningKeyInfo & { created: boolean }> {
+  const existing = await findSigningKey(db);
+  if (existing) return { ...existing, created: false };
+  const created = await generateSigningKey(db, context);
+  const current = await findSigningKey(db);
+  if (!current) throw new Error('signing key vanished right after it was stored');
+  return { ...current, created };
 }
 
 /** The current key's public description, or undefined when none has been generated yet. */
@@ -40,14 +47,26 @@ export async function findSigningKey(db: Database): Promise<SigningKeyInfo | und
   return row ? describeKey(String(row.id), new Uint8Array(asBytesOrNull(row.public_key)!), row) : undefined;
 }
 
-export async function loadSigningKeyPair(db: Database, context: OperationContext): Promise<SigningKeyPair> {
-  const existing = await readCurrent(db);
-  if (existing) return existing;
+/** The current key pair, for signing; SIGNING_KEY_MISSING when the store has none. */
+export async function loadSigningKeyPair(db: Database): Promise<SigningKeyPair> {
+  const current = await readCurrent(db);
+  if (!current) throw signingKeyMissing();
+  return current;
+}
+
+export function signingKeyMissing(): LicenseServerError {
+  return new LicenseServerError('SIGNING_KEY_MISSING', 'this store has no signing key yet', {
+    hint: 'Generate it with `license-server init` (or by starting `license-server serve`), or restore a backup that holds it.',
+  });
+}
+
+/** Stores a new current key unless another process just did; true when this one won. */
+async function generateSigningKey(db: Database, context: OperationContext): Promise<boolean> {
   const { ed25519 } = await import('@noble/curves/ed25519.js');
   const secretKey = ed25519.utils.randomSecretKey();
   const publicKey = ed25519.getPublicKey(secretKey);
   const id = randomUUID();
-  await db.transaction(async (tx) => {
+  const won = await db.transaction(async (tx) => {
     const inserted = await tx.query(
       `INSERT INTO signing_keys (id, algorithm, public_key, private_key, is_current, created_at)
        VALUES (?, 'Ed25519', ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING id`,
@@ -61,11 +80,10 @@ export async function loadSigningKeyPair(db: Database, context: OperationContext
         details: { algorithm: 'Ed25519', fingerprint: fingerprint(publicKey) },
       });
     }
+    return inserted.length > 0;
   });
   secretKey.fill(0);
-  const current = await readCurrent(db);
-  if (!current) throw new Error('signing key vanished right after it was stored');
-  return current;
+  return won;
 }
 
 async function readCurrent(db: Database): Promise<SigningKeyPair | undefined> {

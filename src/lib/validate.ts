@@ -60,11 +60,49 @@ export function truncateToSeconds(date: Date): Date {
   return new Date(Math.floor(date.getTime() / 1000) * 1000);
 }
 
-/** Quotes a value for an error message without letting control characters through. */
+/** How much of a caller's string an error message may show, once escaped. */
+const SHOWN_CHARACTERS = 40;
+/**
+ * A license key (seven groups of four, however separated) or an admin token anywhere in
+ * the text: error messages end up in logs and terminals, so such text is never shown.
+ * Deliberately broad: any run of 28 letters and digits counts, hex keys included.
+ */
+const SECRET_SHAPED = /[0-9A-Za-z]{4}(?:[\s_-]*[0-9A-Za-z]{4}){6}|lsat_/i;
+
+/**
+ * A caller's value for an error message, short whatever came in: a string as at most
+ * 40 characters of printable ASCII (everything else escaped), never one that looks like a
+ * license key or token; a number or boolean as itself; an array or object by its kind only.
+ * It never walks into arrays or objects, so input nested 100,000 deep or 200,000 elements
+ * long is described at no cost.
+ */
 export function describe(value: unknown): string {
-  if (typeof value !== 'string') return String(value);
-  const shown = value.length > 80 ? `${value.slice(0, 77)}...` : value;
-  return JSON.stringify(shown);
+  switch (typeof value) {
+    case 'string':
+      return describeString(value);
+    case 'number':
+    case 'boolean':
+      return String(value);
+    case 'undefined':
+      return 'nothing';
+    case 'object':
+      if (value === null) return 'null';
+      return Array.isArray(value) ? `an array (${value.length} elements)` : 'an object';
+    default:
+      return `a ${typeof value}`;
+  }
+}
+
+function describeString(value: string): string {
+  if (SECRET_SHAPED.test(value.slice(0, 10_000))) return `a string of ${value.length} characters (not shown: it looks like a key or token)`;
+  let shown = '';
+  let used = 0;
+  for (; used < value.length && shown.length < SHOWN_CHARACTERS; used += 1) {
+    const unit = value.charCodeAt(used);
+    const char = value[used]!;
+    shown += char === '"' || char === '\\' ? `\\${char}` : unit >= 0x20 && unit <= 0x7e ? char : `\\u${unit.toString(16).padStart(4, '0')}`;
+  }
+  return used < value.length ? `"${shown}..." (${value.length} characters)` : `"${shown}"`;
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

@@ -1,69 +1,29 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { createServer as createHttpServer } from 'node:http';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { LicenseClient, LicenseClientConfigError, type LicenseClientOptions } from '../../src/client/index.js';
+import { LicenseClient, LicenseClientConfigError } from '../../src/client/index.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { eventually, FakeClock } from '../support/fake-clock.js';
-import { api, startServe, type ServeProcess } from '../support/serve.js';
+import { freePort, LicenseFixture, type ClientOverrides, type FixtureLicense } from '../support/license-fixture.js';
 
 const HOUR = 3_600_000;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
 describe('the client library against a real serve process', function () {
   this.timeout(60_000);
+  let fixture: LicenseFixture;
   let work: string;
-  let port: number;
-  let databaseUrl: string;
-  let serve: ServeProcess | undefined;
-  let token: string;
-  let pem: string;
-  let license: { id: string; key: string };
-  let decryptionKey: string;
+  let license: FixtureLicense;
   let licenseFile: string;
-  const clients: LicenseClient[] = [];
+  let pem: string;
+  let decryptionKey: string;
 
-  const startServer = async () => {
-    serve = await startServe({ LICENSE_DATABASE_URL: databaseUrl, LICENSE_CLIENT_RATE_LIMIT: '0' }, ['--port', String(port)]);
-  };
-  const stopServer = async () => {
-    await serve?.stop();
-    serve = undefined;
-  };
-  const client = (overrides: Partial<LicenseClientOptions> & { offline?: LicenseClientOptions['offline'] } = {}) => {
-    const created = new LicenseClient({
-      serverAddr: `127.0.0.1:${port}`,
-      licenseKey: license.key,
-      version: '2.1.0',
-      hardwareId: 'test-machine',
-      requestTimeout: 2000,
-      ...overrides,
-      offline: {
-        enabled: true,
-        cacheDir: path.join(work, 'cache'),
-        licenseFile,
-        publicKey: pem,
-        restrictedEntitlements: ['export'],
-        allowOfflineUsageReporting: true,
-        ...overrides.offline,
-      },
-    });
-    clients.push(created);
-    return created;
-  };
+  const startServer = () => fixture.startServer();
+  const stopServer = () => fixture.stopServer();
+  const client = (overrides: ClientOverrides = {}) => fixture.client(overrides);
   const usage = async () => {
-    const db = await openDatabase(databaseUrl);
+    const db = await openDatabase(fixture.databaseUrl);
     try {
       const [row] = await db.query<{ used: number }>(
         `SELECT le.used FROM license_entitlements le JOIN entitlements e ON e.id = le.entitlement_id WHERE le.license_id = ? AND e.code = 'seats'`,
@@ -77,22 +37,10 @@ describe('the client library against a real serve process', function () {
   };
 
   before(async () => {
-    work = mkdtempSync(path.join(tmpdir(), 'license-client-'));
-    port = await freePort();
-    databaseUrl = path.join(work, 'server', 'license-server.db');
-    await startServer();
-    token = serve!.token!;
-    pem = (await api(serve!.url, 'GET', '/api/signing-key', { token })).body.public_key_pem;
-    const customer = (await api(serve!.url, 'POST', '/api/customers', { token, body: { name: 'Client Co' } })).body;
-    for (const code of ['seats', 'export']) await api(serve!.url, 'POST', '/api/entitlements', { token, body: { code, name: code } });
-    license = (await api(serve!.url, 'POST', '/api/licenses', {
-      token,
-      body: { customer_id: customer.id, type: 'hybrid', valid_from: '2025-01-01', valid_until: '2099-01-01', with_decryption_key: true, entitlements: [{ code: 'seats', usage_limit: 100 }, { code: 'export' }] },
-    })).body;
-    const checkout = await api(serve!.url, 'POST', `/api/licenses/${license.id}/checkout`, { token, body: { ttl_days: 30, hardware_id: 'test-machine' } });
-    licenseFile = path.join(work, 'license.lic');
-    writeFileSync(licenseFile, checkout.body.license_file);
-    const db = await openDatabase(databaseUrl);
+    fixture = await LicenseFixture.start();
+    ({ work, license, pem } = fixture);
+    licenseFile = license.licenseFile;
+    const db = await openDatabase(fixture.databaseUrl);
     try {
       const [row] = await db.query<{ decryption_key: Buffer }>('SELECT decryption_key FROM licenses WHERE id = ?', [license.id]);
       decryptionKey = Buffer.from(row!.decryption_key).toString('hex');
@@ -100,11 +48,8 @@ describe('the client library against a real serve process', function () {
       await db.close();
     }
   });
-  afterEach(() => clients.splice(0).forEach((c) => c.close()));
-  after(async () => {
-    await stopServer();
-    rmSync(work, { recursive: true, force: true });
-  });
+  afterEach(() => fixture.closeClients());
+  after(() => fixture.cleanup());
 
   it('validates online: valid, not offline, the decryption key unsealed, entitlements, a cached grace token', async () => {
     const result = await client().validate();
@@ -219,12 +164,12 @@ describe('the client library against a real serve process', function () {
     assert.equal(after.used - before.used, 4, 'counted once');
   });
 
-  it('treats the server\'s "invalid" as final: the grace token is deleted, offline tiers are not tried', async () => {
+  it('treats the server\'s "invalid" as final: the grace token is deleted, the offline tiers refuse the license', async () => {
     const c = client({ offline: { licenseFile: path.join(work, 'missing.lic') } });
     assert.equal((await c.validate()).valid, true);
     const graceFile = path.join(work, 'cache', readdirSync(path.join(work, 'cache'))[0]!, 'grace.json');
     assert.ok(existsSync(graceFile));
-    await api(serve!.url, 'POST', `/api/licenses/${license.id}/deactivate`, { token });
+    await fixture.api('POST', `/api/licenses/${license.id}/deactivate`);
     const result = await c.validate();
     assert.equal(result.valid, false);
     assert.equal(result.isOffline, false);
@@ -233,9 +178,9 @@ describe('the client library against a real serve process', function () {
     await stopServer();
     const offline = await c.validate();
     assert.equal(offline.valid, false, 'a revoked license does not live on in a grace token');
-    assert.deepEqual(offline.failures.map((f) => f.code), ['SERVER_UNREACHABLE', 'LICENSE_FILE_UNREADABLE', 'NO_GRACE_TOKEN']);
+    assert.deepEqual(offline.failures.map((f) => f.code), ['SERVER_UNREACHABLE', 'LICENSE_REVOKED', 'LICENSE_REVOKED']);
     await startServer();
-    await api(serve!.url, 'POST', `/api/licenses/${license.id}/activate`, { token });
+    await fixture.api('POST', `/api/licenses/${license.id}/activate`);
   });
 
   it('refuses offline validation when the clock has been set back', async () => {
@@ -314,6 +259,13 @@ describe('the client library against a real serve process', function () {
     assert.throws(() => new LicenseClient({ ...base, offline: { enabled: true, licenseFile: 'x.lic' } }), /^LicenseClientConfigError: public key is required$/);
     assert.throws(() => new LicenseClient({ ...base, serverAddr: 'http://x' }), /<host>:<port>/);
     assert.throws(() => new LicenseClient({ ...base, offline: { enabled: true, licenseFile: 'x', publicKey: 'nope' } }), /public key must be/);
-    assert.throws(() => new LicenseClient({ ...base, hardwareId: '' }), /hardware_id must not be empty/);
+    const configError = (message: RegExp) => (e: unknown) => e instanceof LicenseClientConfigError && message.test(e.message);
+    assert.throws(() => new LicenseClient({ ...base, hardwareId: '' }), configError(/^hardwareId must not be empty$/));
+    assert.throws(() => new LicenseClient({ ...base, hardwareId: 'x'.repeat(257) }), configError(/^hardwareId must be at most 256 characters/));
+    assert.throws(() => new LicenseClient({ ...base, hardwareId: 'a\nb' }), configError(/^hardwareId must not contain control characters$/));
+    assert.throws(() => new LicenseClient(undefined as never), configError(/options must be an object/));
+    assert.throws(() => new LicenseClient({ ...base, offline: { cacheDir: 42 as never } }), configError(/cacheDir must be a directory path/));
+    assert.throws(() => new LicenseClient({ ...base, offline: { restrictedEntitlements: 'export' as never } }), configError(/restrictedEntitlements/));
+    assert.throws(() => new LicenseClient({ ...base, onGracePeriodExpired: 'shutdown' as never }), configError(/onGracePeriodExpired must be a function/));
   });
 });

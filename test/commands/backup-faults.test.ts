@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import { createBackup } from '../../src/lib/backup/create.js';
@@ -11,6 +10,7 @@ import { validateBackup } from '../../src/lib/backup/validate.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { createCustomer } from '../../src/lib/customers.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
+import { sqliteDriverPath } from '../../src/lib/storage/sqlite-driver.js';
 import { CLI, runCli, ok } from '../support/cli.js';
 import { createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
 import { startServe } from '../support/serve.js';
@@ -83,10 +83,11 @@ describe('backups under faults', function () {
 
   it('snapshots SQLite while another process commits every 10 ms', async () => {
     const env = sqliteEnv('busy');
+    ok(await runCli(['init'], { env }));
     ok(await runCli(['customer', 'create', '--name', 'seed'], { env }));
     await addCustomers(env.LICENSE_DATABASE_URL, 20_000);
     const writer = spawn(process.execPath, ['-e', `
-      const Database = require(${JSON.stringify(createRequire(import.meta.url).resolve('better-sqlite3'))});
+      const Database = require(${JSON.stringify(sqliteDriverPath())});
       const db = new Database(${JSON.stringify(env.LICENSE_DATABASE_URL)}, { timeout: 5000 });
       const insert = db.prepare("INSERT INTO audit_log (occurred_at, actor, action, entity_type, details) VALUES (?, 'writer', 'tick', 'test', '{}')");
       let n = 0;
@@ -108,6 +109,7 @@ describe('backups under faults', function () {
 
   it('runs one backup at a time: a live lock refuses, a stale one is taken over', async () => {
     const env = sqliteEnv('locks');
+    ok(await runCli(['init'], { env }));
     ok(await runCli(['customer', 'create', '--name', 'x'], { env }));
     mkdirSync(env.LICENSE_BACKUP_PATH, { recursive: true });
     const lock = path.join(env.LICENSE_BACKUP_PATH, '.lock');
@@ -124,6 +126,7 @@ describe('backups under faults', function () {
 
   it('refuses a command-line restore while a daemon serves the database', async () => {
     const env = sqliteEnv('served');
+    ok(await runCli(['init'], { env }));
     ok(await runCli(['customer', 'create', '--name', 'x'], { env }));
     const backup = ok(await runCli(['backup', 'create', '--json'], { env })).json();
     const serve = await startServe(env);
@@ -139,6 +142,7 @@ describe('backups under faults', function () {
 
   it('fails cleanly on a full disk: no partial file, old backups untouched', async function () {
     const env = sqliteEnv('full');
+    ok(await runCli(['init'], { env }));
     ok(await runCli(['customer', 'create', '--name', 'x'], { env }));
     mkdirSync(env.LICENSE_BACKUP_PATH, { recursive: true });
     try {
@@ -166,6 +170,7 @@ describe('backups under faults', function () {
 
   it(`survives SIGKILL at random moments during create and prune: nothing partial is listed, every listed backup validates`, async () => {
     const env = sqliteEnv('killed-create');
+    ok(await runCli(['init'], { env }));
     ok(await runCli(['customer', 'create', '--name', 'x'], { env }));
     await addCustomers(env.LICENSE_DATABASE_URL, 3000);
     // Old backups for prune to delete, made with a clock set back.
@@ -189,6 +194,7 @@ describe('backups under faults', function () {
 
   it(`survives ${KILLS} SIGKILLs at random moments during restore: always the old or the restored state, never a mix`, async () => {
     const env = sqliteEnv('killed-restore');
+    ok(await runCli(['init'], { env }));
     ok(await runCli(['customer', 'create', '--name', 'first'], { env }));
     await addCustomers(env.LICENSE_DATABASE_URL, 3000);
     const stateB = await customerIds(env.LICENSE_DATABASE_URL);
@@ -224,6 +230,7 @@ describe('backups under faults', function () {
 
     it('survives SIGKILL during restore: the transaction leaves the old or the new state', async () => {
       const env = { LICENSE_DATABASE_URL: url!, LICENSE_BACKUP_PATH: path.join(work, 'pg-backups'), LICENSE_BACKUP_ENCRYPTION_KEY: KEY };
+      ok(await runCli(['init'], { env }));
       ok(await runCli(['customer', 'create', '--name', 'first'], { env }));
       await addCustomers(url!, 2000);
       const stateB = await customerIds(url!);

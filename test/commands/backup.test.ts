@@ -47,12 +47,34 @@ forEachEngine('backups from the command line', (fixture) => {
   before(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'license-backup-'));
     env = { LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_BACKUP_PATH: path.join(work, 'backups'), LICENSE_BACKUP_ENCRYPTION_KEY: KEY };
+    ok(await cli(['init']));
     const customer = ok(await cli(['customer', 'create', '--name', 'Backed-up & Co <"ü">', '--json'])).json();
     ok(await cli(['entitlement', 'create', '--code', 'seats', '--name', 'Seats']));
     ok(await cli(['license', 'create', '--customer', customer.id, '--type', 'hybrid', '--valid-from', '2025-01-01', '--valid-until', '2099-01-01', '--entitlement', 'seats:5', '--with-decryption-key']));
     ok(await cli(['token', 'create', '--name', 'ops']));
   });
   after(() => rmSync(work, { recursive: true, force: true }));
+
+  it('backup decrypt writes the plain .tar.gz whole or not at all, and never over an existing file', async () => {
+    const created = ok(await cli(['backup', 'create', '--json'])).json();
+    const file = path.join(work, 'backups', created.file);
+    const out = path.join(work, 'plain.tar.gz');
+    ok(await cli(['backup', 'decrypt', file, '--out', out]));
+    assert.match(execFileSync('tar', ['-tzf', out], { encoding: 'utf8' }), /^manifest\.json$/m);
+    assert.equal(statSync(out).mode & 0o777, 0o600);
+    const before = readFileSync(out);
+    refused(await cli(['backup', 'decrypt', file, '--out', out]), 5, 'FILE_EXISTS');
+    assert.deepEqual(readFileSync(out), before, 'the existing file is untouched');
+
+    // Damage a late chunk: earlier chunks authenticate, the later one does not.
+    const damaged = path.join(work, 'damaged.enc');
+    const bytes = readFileSync(file);
+    bytes[bytes.length - 20]! ^= 0x01;
+    writeFileSync(damaged, bytes);
+    const second = path.join(work, 'second.tar.gz');
+    refused(await cli(['backup', 'decrypt', damaged, '--out', second]), 13, 'BACKUP_CORRUPT');
+    assert.deepEqual(readdirSync(work).filter((name) => name.startsWith('second')), [], 'no output and no partial file is left');
+  });
 
   it('creates a verified, encrypted backup (0600 in a 0700 directory) that list shows and validate passes', async () => {
     const created = ok(await cli(['backup', 'create', '--json'])).json();
@@ -199,7 +221,8 @@ forEachEngine('backups from the command line', (fixture) => {
     manifest.schema_version = 99;
     writeFileSync(path.join(extract, 'manifest.json'), JSON.stringify(manifest));
     const future = path.join(work, 'future.backup.tar.gz');
-    execFileSync('tar', ['-czf', future, '-C', extract, 'manifest.json', ...manifest.entries.map((e: { name: string }) => e.name)]);
+    // -b 1: no padding after the end-of-archive marker, which a reader refuses (docs/backup-format.md).
+    execFileSync('tar', ['-b', '1', '-czf', future, '-C', extract, 'manifest.json', ...manifest.entries.map((e: { name: string }) => e.name)]);
     refused(await cli(['backup', 'restore', future, '--yes'], { LICENSE_BACKUP_ENCRYPTION_KEY: '' }), 13, 'BACKUP_UNSUPPORTED', /schema version 99/);
   });
 
@@ -257,6 +280,7 @@ describe('PostgreSQL backups by hand', () => {
     work = mkdtempSync(path.join(tmpdir(), 'license-backup-pg-'));
     source = await createTestDatabase();
     target = await createTestDatabase();
+    ok(await runCli(['init'], { env: { LICENSE_DATABASE_URL: source }, cwd: work }));
   });
   after(async () => {
     const { dropTestDatabase } = await import('../support/postgres.js');
@@ -272,8 +296,7 @@ describe('PostgreSQL backups by hand', () => {
     const backup = ok(await runCli(['backup', 'create', '--json'], { env, cwd: work })).json();
     const doc = readFileSync(new URL('../../docs/backup-format.md', import.meta.url), 'utf8');
     writeFileSync(path.join(work, 'decrypt.mjs'), /### Decrypting by hand[\s\S]*?```js\n([\s\S]*?)```/.exec(doc)![1]!);
-    const plain = execFileSync(process.execPath, [path.join(work, 'decrypt.mjs'), path.join(work, 'backups', backup.file), KEY], { maxBuffer: 1 << 30 });
-    writeFileSync(path.join(work, 'plain.tar.gz'), plain);
+    execFileSync(process.execPath, [path.join(work, 'decrypt.mjs'), path.join(work, 'backups', backup.file), KEY, path.join(work, 'plain.tar.gz')]);
     execFileSync('tar', ['-xzf', path.join(work, 'plain.tar.gz'), '-C', work, 'database/postgres.sql']);
     execFileSync('psql', ['--single-transaction', '-v', 'ON_ERROR_STOP=1', '-q', '-d', target!, '-f', path.join(work, 'database', 'postgres.sql')], { stdio: 'pipe' });
     const before = await dumpRows(source!);

@@ -1,12 +1,16 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { eventually } from '../support/fake-clock.js';
 import { runCli, ok } from '../support/cli.js';
 import { startReceiver } from '../support/receiver.js';
 import { api, startServe } from '../support/serve.js';
+import { openDatabase } from '../../src/lib/storage/open.js';
 
 
 describe('notifications from the command line and the daemon', function () {
@@ -15,9 +19,10 @@ describe('notifications from the command line and the daemon', function () {
   let env: Record<string, string>;
   const cli = (...args: string[]) => runCli(args, { env, cwd: work });
 
-  before(() => {
+  before(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'license-notifications-'));
     env = { LICENSE_DATABASE_URL: path.join(work, 'data', 'db.sqlite'), LICENSE_BACKUP_PATH: path.join(work, 'backups') };
+    ok(await cli('init'));
   });
   after(() => rmSync(work, { recursive: true, force: true }));
 
@@ -93,5 +98,149 @@ describe('notifications from the command line and the daemon', function () {
       await receiver.close();
       await hanging.close();
     }
+  });
+
+  describe('webhook URLs with credentials, redirects and link-local addresses', () => {
+    let dir: string;
+    let envHere: Record<string, string>;
+    const run = (args: string[], extra: Record<string, string> = {}) => runCli(args, { env: { ...envHere, ...extra }, cwd: dir });
+    const SECRETS = ['url-password-1', 'query-secret-1', 'url-password-2', 'query-secret-2', 'location-password', 'location-token'];
+    const assertNoSecret = (text: string, where: string) => {
+      for (const secret of SECRETS) assert.ok(!text.includes(secret), `${secret} in ${where}:\n${text}`);
+    };
+
+    before(async () => {
+      dir = mkdtempSync(path.join(tmpdir(), 'license-webhook-urls-'));
+      envHere = { LICENSE_DATABASE_URL: path.join(dir, 'data', 'db.sqlite'), LICENSE_BACKUP_PATH: path.join(dir, 'backups') };
+      await (await openDatabase(envHere.LICENSE_DATABASE_URL!)).close();
+    });
+    after(() => rmSync(dir, { recursive: true, force: true }));
+
+    it('never prints the credentials or query of a webhook URL (set, show, test, errors), keeps them through show and set, and follows no redirect', async () => {
+      let location = '';
+      const receiver = await startReceiver((_, at) => (at.startsWith('/moved') ? { status: 307, headers: { location } } : 200));
+      try {
+        location = receiver.url.replace('http://', 'http://locuser:location-password@').replace('/hook', '/elsewhere?token=location-token');
+        const creds = `${receiver.url.replace('http://', 'http://hookuser:url-password-1@')}?token=query-secret-1`;
+        writeFileSync(path.join(dir, 'urls.json'), JSON.stringify({
+          webhooks: [
+            { name: 'creds', url: creds, secret: 'creds-secret-0123456789' },
+            { name: 'dead', url: 'http://deaduser:url-password-2@127.0.0.1:1/none?token=query-secret-2', secret: 'dead-secret-0123456789' },
+            { name: 'moved', url: receiver.url.replace('/hook', '/moved'), secret: 'moved-secret-0123456789' },
+          ],
+        }));
+        const set = ok(await run(['notifications', 'set', '--file', path.join(dir, 'urls.json')]));
+        assertNoSecret(set.stdout + set.stderr, 'set');
+        assertNoSecret(ok(await run(['notifications', 'set', '--file', path.join(dir, 'urls.json'), '--json'])).stdout, 'set --json');
+
+        const shown = ok(await run(['notifications', 'show'])).stdout;
+        assertNoSecret(shown, 'show');
+        assert.ok(shown.includes(`url: ${receiver.url.replace('http://', 'http://hookuser:***@')}?***`), shown);
+        assertNoSecret(ok(await run(['notifications', 'show', '--json'])).stdout, 'show --json');
+        assert.ok(ok(await run(['notifications', 'show', '--reveal-secrets'])).stdout.includes(creds), '--reveal-secrets shows the URL whole');
+
+        // What show printed goes back in unchanged: the stored password and query are kept.
+        writeFileSync(path.join(dir, 'shown.yaml'), shown);
+        assertNoSecret(ok(await run(['notifications', 'set', '--file', path.join(dir, 'shown.yaml')])).stdout, 'set of the shown file');
+
+        const tested = await run(['notifications', 'test']);
+        assert.equal(tested.code, 12, tested.stderr);
+        assertNoSecret(tested.stdout + tested.stderr, 'test');
+        assert.match(tested.stdout, /^moved\s+no\s+307 \(redirect not followed: http:\/\/locuser:\*\*\*@127\.0\.0\.1:\d+\/elsewhere\?\*\*\*\)$/m);
+        assert.match(tested.stdout, /^dead\s+no\s+ECONNREFUSED$/m);
+        const json = await run(['notifications', 'test', '--json']);
+        assertNoSecret(json.stdout + json.stderr, 'test --json');
+        assert.deepEqual(json.json().map((r: { webhook: string; delivered: boolean; status?: number }) => [r.webhook, r.delivered, r.status ?? null]), [['creds', true, 200], ['dead', false, null], ['moved', false, 307]]);
+
+        const authorized = receiver.received.filter((r) => r.path.startsWith('/hook'));
+        assert.equal(authorized.length, 2);
+        for (const r of authorized) {
+          assert.equal(r.headers.authorization, `Basic ${Buffer.from('hookuser:url-password-1').toString('base64')}`);
+          assert.equal(r.path, '/hook?token=query-secret-1');
+        }
+        assert.deepEqual(receiver.received.filter((r) => !r.path.startsWith('/hook')).map((r) => r.path), ['/moved', '/moved'], 'the Location was never visited');
+      } finally {
+        await receiver.close();
+      }
+    });
+
+    it('the daemon logs webhook attempts without URL credentials and does not follow a redirect', async () => {
+      let location = '';
+      const receiver = await startReceiver((_, at) => (at.startsWith('/moved') ? { status: 307, headers: { location } } : 200));
+      location = receiver.url.replace('http://', 'http://locuser:location-password@').replace('/hook', '/elsewhere?token=location-token');
+      writeFileSync(path.join(dir, 'daemon.json'), JSON.stringify({
+        webhooks: [
+          { name: 'dead', url: 'http://deaduser:url-password-2@127.0.0.1:1/none?token=query-secret-2', secret: 'dead-secret-0123456789' },
+          { name: 'moved', url: receiver.url.replace('/hook', '/moved'), secret: 'moved-secret-0123456789' },
+        ],
+        rules: [{ event: '*', webhook: 'dead' }, { event: '*', webhook: 'moved' }],
+      }));
+      ok(await run(['notifications', 'set', '--file', path.join(dir, 'daemon.json')]));
+      const serve = await startServe(envHere);
+      try {
+        const token = serve.token ?? ok(await run(['token', 'create', '--name', 'url-test', '--json'])).json().token;
+        const customer = (await api(serve.url, 'POST', '/api/customers', { token, body: { name: 'Redirected' } })).body;
+        const license = (await api(serve.url, 'POST', '/api/licenses', { token, body: { customer_id: customer.id, type: 'time_based', valid_until: '2099-01-01' } })).body;
+        assert.equal((await api(serve.url, 'POST', `/api/licenses/${license.id}/checkout`, { token, body: { ttl_days: 3 } })).status, 200);
+        const attempts = () => serve.stderr().split('\n').filter((line) => line.includes('"webhook attempt failed"')).map((line) => JSON.parse(line));
+        await eventually(() => new Set(attempts().map((entry) => entry.webhook)).size === 2, 'both webhooks failed once');
+        const moved = attempts().find((entry) => entry.webhook === 'moved');
+        assert.equal(moved.status, 307);
+        assert.match(moved.location, /^http:\/\/locuser:\*\*\*@127\.0\.0\.1:\d+\/elsewhere\?\*\*\*$/);
+        assert.equal(attempts().find((entry) => entry.webhook === 'dead').error, 'ECONNREFUSED');
+        assertNoSecret(serve.stdout() + serve.stderr(), 'the daemon log');
+        assert.ok(receiver.received.every((r) => r.path === '/moved'), 'the Location was never visited');
+      } finally {
+        await serve.stop();
+        await receiver.close();
+      }
+    });
+
+    it('delivers over HTTPS to a host name resolved by the system, and only with a certificate it trusts', async () => {
+      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=localhost',
+        '-addext', 'subjectAltName=DNS:localhost', '-keyout', path.join(dir, 'tls-key.pem'), '-out', path.join(dir, 'tls-cert.pem')], { stdio: 'ignore' });
+      const bodies: string[] = [];
+      const server = createHttpsServer({ key: readFileSync(path.join(dir, 'tls-key.pem')), cert: readFileSync(path.join(dir, 'tls-cert.pem')) }, (request, response) => {
+        let body = '';
+        request.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+        request.on('end', () => {
+          bodies.push(body);
+          response.writeHead(204).end();
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+      try {
+        const url = `https://localhost:${(server.address() as AddressInfo).port}/hook`;
+        writeFileSync(path.join(dir, 'tls.json'), JSON.stringify({ webhooks: [{ name: 'tls', url, secret: 'tls-secret-0123456789' }] }));
+        ok(await run(['notifications', 'set', '--file', path.join(dir, 'tls.json')]));
+        const untrusted = await run(['notifications', 'test', '--json']);
+        assert.equal(untrusted.code, 12);
+        assert.deepEqual(untrusted.json().map((r: { delivered: boolean; error?: string }) => [r.delivered, r.error]), [[false, 'DEPTH_ZERO_SELF_SIGNED_CERT']]);
+        assert.equal(bodies.length, 0);
+        const trusted = ok(await run(['notifications', 'test', '--json'], { NODE_EXTRA_CA_CERTS: path.join(dir, 'tls-cert.pem') })).json();
+        assert.deepEqual(trusted.map((r: { delivered: boolean; status?: number }) => [r.delivered, r.status]), [[true, 204]]);
+        assert.equal(JSON.parse(bodies[0]!).event, 'notification.test');
+      } finally {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    });
+
+    it('refuses a link-local webhook URL at set time with WEBHOOK_ADDRESS_REFUSED unless notifications.allow_link_local is on', async () => {
+      ok(await run(['notifications', 'set', '--file', path.join(dir, 'urls.json')]));
+      for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fe80::1]/hook', 'http://[::ffff:169.254.169.254]/']) {
+        writeFileSync(path.join(dir, 'meta.json'), JSON.stringify({ webhooks: [{ name: 'metadata', url }] }));
+        const refused = await run(['notifications', 'set', '--file', path.join(dir, 'meta.json')]);
+        assert.equal(refused.code, 6, `${url}: ${refused.stderr}`);
+        assert.match(refused.stderr, /^Error: notification settings: webhooks\[0\]\.url points at \S+, a link-local address .*\(WEBHOOK_ADDRESS_REFUSED\)$/m);
+        assert.match(refused.stderr, /^Try: .*notifications\.allow_link_local/m);
+        const json = await run(['notifications', 'set', '--file', path.join(dir, 'meta.json'), '--json']);
+        assert.equal(json.json().error.code, 'WEBHOOK_ADDRESS_REFUSED');
+      }
+      const kept = ok(await run(['notifications', 'show', '--json'])).json();
+      assert.deepEqual(kept.webhooks.map((hook: { name: string }) => hook.name), ['creds', 'dead', 'moved'], 'nothing changed');
+      ok(await run(['notifications', 'set', '--file', path.join(dir, 'meta.json')], { LICENSE_NOTIFICATIONS_ALLOW_LINK_LOCAL: 'true' }));
+      assert.deepEqual(ok(await run(['notifications', 'show', '--json'])).json().webhooks.map((hook: { url: string }) => hook.url), ['http://[::ffff:a9fe:a9fe]/']);
+    });
   });
 });

@@ -33,6 +33,7 @@ forEachEngine('offline license files from the command line', (fixture) => {
     mkdirSync(path.join(work, 'usb'));
     mkdirSync(path.join(work, 'air-gapped'));
     server = { LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_ISSUER: 'licenses.example.com' };
+    ok(await cli('init'));
     pem = ok(await cli('signing-key', 'show')).stdout;
     writeFileSync(path.join(work, 'air-gapped', 'server.pem'), pem);
     const customer = ok(await cli('customer', 'create', '--name', 'Initech <"&">', '--json')).json().id;
@@ -61,6 +62,43 @@ forEachEngine('offline license files from the command line', (fixture) => {
     const wrong = await airGapped('license', 'verify', 'license.lic', '--public-key', 'server.pem', '--hardware-id', 'machine-B');
     failed(wrong, 11, 'HARDWARE_MISMATCH', /^Error: hardware ID mismatch: failed to decrypt license key/);
     assert.ok(!existsSync(path.join(work, 'air-gapped', 'data')), 'verifying with a PEM touches no database');
+  });
+
+  it('refuses to call a file with a sealed key valid without --hardware-id, unless --skip-hardware-check says so', async () => {
+    const file = ok(await cli('license', 'checkout', keyedKey, '--ttl-days', '30', '--hardware-id', 'machine-A', '--out', '-')).stdout;
+    writeFileSync(path.join(work, 'air-gapped', 'sealed.lic'), file);
+    const verify = (...extra: string[]) => airGapped('license', 'verify', 'sealed.lic', '--public-key', 'server.pem', ...extra);
+
+    const refused = await verify();
+    assert.equal(refused.code, 6);
+    assert.equal(refused.stdout, '');
+    assert.equal(refused.stderr, [
+      'Error: hardware ID required: the file is bound to "machine-A" and carries a decryption key sealed to it, so its binding must be checked (HARDWARE_ID_REQUIRED)',
+      'Try: Pass --hardware-id with this machine\'s hardware ID, or --skip-hardware-check to check only the signature and the validity window.',
+      '',
+    ].join('\n'));
+    const refusedJson = await verify('--json');
+    assert.equal(refusedJson.code, 6);
+    assert.equal(refusedJson.json().error.code, 'HARDWARE_ID_REQUIRED');
+
+    const skipped = ok(await verify('--skip-hardware-check'));
+    assert.match(skipped.stdout, /^valid: signature verified, valid until \S+; hardware binding NOT checked$/m);
+    assert.match(skipped.stdout, /^hardware: +bound to "machine-A", NOT checked \(--skip-hardware-check\)$/m);
+    const skippedJson = ok(await verify('--skip-hardware-check', '--json')).json();
+    assert.deepEqual(
+      [skippedJson.valid, skippedJson.hardware_checked, skippedJson.hardware_check_skipped, skippedJson.decryption_key_unsealed],
+      [true, false, true, false],
+    );
+    const checked = ok(await verify('--hardware-id', 'machine-A', '--json')).json();
+    assert.deepEqual([checked.hardware_checked, checked.hardware_check_skipped, checked.decryption_key_unsealed], [true, false, true]);
+
+    // The flag skips the binding only: a changed file still fails its signature.
+    const object = JSON.parse(Buffer.from(file, 'base64').toString('utf8'));
+    writeFileSync(path.join(work, 'air-gapped', 'sealed-tampered.lic'), Buffer.from(canonicalize({ ...object, customer_name: 'Someone Else' })!).toString('base64'));
+    failed(await airGapped('license', 'verify', 'sealed-tampered.lic', '--public-key', 'server.pem', '--skip-hardware-check'), 9, 'SIGNATURE_INVALID');
+    const both = await verify('--skip-hardware-check', '--hardware-id', 'machine-A');
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /^Error: --hardware-id=machine-A cannot also be provided when using --skip-hardware-check \(USAGE\)$/m);
   });
 
   it('returns the same shape as the HTTP response with --json, and the file holds exactly license_file', async () => {
@@ -152,8 +190,11 @@ forEachEngine('offline license files from the command line', (fixture) => {
     failed(await airGapped('license', 'verify', write('good.lic', good), '--public-key', 'other.pem'), 9, 'SIGNATURE_INVALID');
     write('bad.pem', 'not a key');
     failed(await airGapped('license', 'verify', 'good.lic', '--public-key', 'bad.pem'), 2, 'PUBLIC_KEY_INVALID');
-    failed(await airGapped('license', 'verify', 'good.lic'), 4, 'SIGNING_KEY_MISSING');
-    assert.ok(!existsSync(path.join(work, 'air-gapped', 'data')));
+    failed(await airGapped('license', 'verify', 'good.lic'), 7, 'DATABASE_NOT_FOUND', /^Try: Pass --public-key/m);
+    assert.ok(!existsSync(path.join(work, 'air-gapped', 'data')), 'no store is created to look for a key in');
+    const keyless = path.join(work, 'air-gapped', 'keyless.db');
+    await (await openDatabase(keyless)).close();
+    failed(await airGapped('license', 'verify', 'good.lic', '--database-url', keyless), 4, 'SIGNING_KEY_MISSING');
     ok(await cli('license', 'verify', path.join(work, 'air-gapped', 'good.lic')));
   });
 
@@ -165,7 +206,10 @@ forEachEngine('offline license files from the command line', (fixture) => {
     assert.equal(withKey.window, 'valid');
     assert.equal(withKey.hardware_id, 'machine-A');
     assert.equal(withKey.customer_name, 'Initech <"&">');
-    const unchecked = ok(await airGapped('license', 'inspect', 'inspect.lic'));
+    failed(await airGapped('license', 'inspect', 'inspect.lic'), 7, 'DATABASE_NOT_FOUND', /^Try: Pass --public-key/m);
+    const keyless = path.join(work, 'air-gapped', 'keyless-inspect.db');
+    await (await openDatabase(keyless)).close();
+    const unchecked = ok(await airGapped('license', 'inspect', 'inspect.lic', '--database-url', keyless));
     assert.match(unchecked.stdout, /^signature:\s+unchecked/m);
     assert.match(unchecked.stdout, /^customer:\s+Initech <"&">$/m);
     const stored = ok(await cli('license', 'inspect', path.join(work, 'air-gapped', 'inspect.lic'), '--json')).json();

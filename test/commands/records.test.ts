@@ -16,6 +16,7 @@ forEachEngine('records from the command line', (fixture) => {
   before(async () => {
     cwd = mkdtempSync(path.join(tmpdir(), 'license-server-cli-'));
     env = { LICENSE_DATABASE_URL: await fixture.freshUrl() };
+    ok(await cli('init'));
   });
   after(() => rmSync(cwd, { recursive: true, force: true }));
 
@@ -54,7 +55,8 @@ forEachEngine('records from the command line', (fixture) => {
     const user = execFileSync('id', ['-un'], { encoding: 'utf8' }).trim();
     assert.deepEqual(
       audit.map((e: { action: string }) => e.action),
-      ['customer.deactivated', 'license.deactivated', 'license.created', 'entitlement.created', 'customer.created'],
+      ['customer.deactivated', 'license.deactivated', 'license.created', 'entitlement.created', 'customer.created', 'signing_key.created'],
+      'every change, down to the signing key that init generated',
     );
     assert.ok(audit.every((e: { actor: string }) => e.actor === `cli:${user}`));
     const licenseOnly = ok(await cli('audit', 'list', '--entity-type', 'license', '--json')).json();
@@ -129,9 +131,9 @@ forEachEngine('records from the command line', (fixture) => {
 
   it('ends with exactly one signing key when several processes start at the same moment on an empty database', async () => {
     const url = await fixture.freshUrl();
-    const runs = await Promise.all(Array.from({ length: 4 }, () => runCli(['signing-key', 'show', '--json'], { env: { LICENSE_DATABASE_URL: url }, cwd })));
-    const pems = runs.map((run) => ok(run).json().public_key_pem);
-    assert.equal(new Set(pems).size, 1, 'every process printed the same key');
+    const runs = await Promise.all(Array.from({ length: 4 }, () => runCli(['init', '--json'], { env: { LICENSE_DATABASE_URL: url }, cwd })));
+    const fingerprints = runs.map((run) => ok(run).json().signing_key_fingerprint);
+    assert.equal(new Set(fingerprints).size, 1, 'every process reported the same key');
     const db = await openDatabase(url);
     try {
       const rows = await db.query<{ n: number }>('SELECT count(*) AS n FROM signing_keys');
@@ -146,7 +148,7 @@ describe('data directory (SQLite)', () => {
   it('is created 0700 with the database file 0600 under ./data by default', async () => {
     const cwd = mkdtempSync(path.join(tmpdir(), 'license-server-cli-'));
     try {
-      ok(await runCli(['customer', 'list'], { cwd }));
+      ok(await runCli(['init'], { cwd }));
       assert.equal(statSync(path.join(cwd, 'data')).mode & 0o777, 0o700);
       assert.equal(statSync(path.join(cwd, 'data', 'license-server.db')).mode & 0o777, 0o600);
     } finally {
@@ -158,7 +160,7 @@ describe('data directory (SQLite)', () => {
     const cwd = mkdtempSync(path.join(tmpdir(), 'license-server-cli-'));
     try {
       writeFileSync(path.join(cwd, 'blocker'), 'a file where a directory should be');
-      const result = await runCli(['customer', 'list', '--database-url', path.join(cwd, 'blocker', 'x.db')], { cwd });
+      const result = await runCli(['init', '--database-url', path.join(cwd, 'blocker', 'x.db')], { cwd });
       assert.equal(result.code, 7);
       assert.match(result.stderr, /DATABASE_UNAVAILABLE/);
       const pg = await runCli(['customer', 'list', '--json'], { cwd, env: { LICENSE_DATABASE_URL: 'postgres://u:hunter2@127.0.0.1:1/none' } });

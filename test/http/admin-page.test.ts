@@ -16,7 +16,7 @@ describe('the admin page in headless Chromium', function () {
   let serve: ServeProcess;
   let browser: Browser;
   let page: Page;
-  let license: { id: string; key: string };
+  let license: { id: string; key: string; key_prefix: string };
   const dialogs: string[] = [];
 
   before(async function () {
@@ -87,7 +87,7 @@ describe('the admin page in headless Chromium', function () {
     await page.getByText(new RegExp(`^Backup ${id} is valid`)).waitFor();
   });
 
-  it('restores after the id is typed, bringing a changed license back', async () => {
+  it('restores after the id is typed, keeping a license deactivated since the backup deactivated unless the box is unticked', async () => {
     const id = await page.locator('#backup-table tbody tr').first().getAttribute('data-backup-id');
     await api(serve.url, 'POST', `/api/licenses/${license.id}/deactivate`, { token: serve.token });
     const row = page.locator(`#backup-table tr[data-backup-id="${id}"]`);
@@ -97,8 +97,15 @@ describe('the admin page in headless Chromium', function () {
     await page.getByText('The id typed does not match the backup to restore.').waitFor();
     assert.equal((await api(serve.url, 'GET', `/api/licenses/${license.id}`, { token: serve.token })).body.active, false, 'nothing restored');
     await page.getByLabel('Type the backup id to confirm').fill(id!);
+    assert.equal(await page.getByLabel(/Keep licenses and customers deactivated/).isChecked(), true, 'revocations are kept unless unticked');
     await page.getByRole('button', { name: 'Restore', exact: true }).click();
-    await page.getByText(new RegExp(`^Restored backup ${id}`)).waitFor();
+    await page.getByText(new RegExp(`^Restored backup ${id}.*Kept deactivated: license ${license.key_prefix}`)).waitFor();
+    assert.equal((await api(serve.url, 'GET', `/api/licenses/${license.id}`, { token: serve.token })).body.active, false, 'deactivated after the backup: stays so');
+    await row.getByRole('button', { name: 'Restore…' }).click();
+    await page.getByLabel('Type the backup id to confirm').fill(id!);
+    await page.getByLabel(/Keep licenses and customers deactivated/).uncheck();
+    await page.getByRole('button', { name: 'Restore', exact: true }).click();
+    await page.getByText(new RegExp(`^Restored backup ${id}.*Active again, as in the backup: license ${license.key_prefix}`)).waitFor();
     assert.equal((await api(serve.url, 'GET', `/api/licenses/${license.id}`, { token: serve.token })).body.active, true);
   });
 

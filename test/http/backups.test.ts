@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { forEachEngine } from '../support/engines.js';
+import { runCli } from '../support/cli.js';
+import { eventually } from '../support/fake-clock.js';
+import { requestLog } from '../support/raw-socket.js';
 import { api, rawRequest, startServe, type ServeProcess } from '../support/serve.js';
 
 forEachEngine('backups through the daemon', (fixture) => {
@@ -10,10 +13,12 @@ forEachEngine('backups through the daemon', (fixture) => {
   let token: string;
   let backupDir: string;
   let license: { id: string; key: string };
+  let databaseUrl: string;
   const call = (method: string, route: string, options: Parameters<typeof api>[3] = {}) => api(serve.url, method, route, { token, ...options });
 
   before(async () => {
     const url = await fixture.freshUrl();
+    databaseUrl = url;
     backupDir = path.join(mkdtempSync(path.join(tmpdir(), 'license-api-backups-')), 'backups');
     serve = await startServe({ LICENSE_DATABASE_URL: url, LICENSE_BACKUP_PATH: backupDir, LICENSE_BACKUP_ENCRYPTION_KEY: 'ef'.repeat(32), LICENSE_CLIENT_RATE_LIMIT: '0' });
     token = serve.token!;
@@ -50,16 +55,30 @@ forEachEngine('backups through the daemon', (fixture) => {
       assert.equal(result.status, 404, id);
       assert.equal(result.body.error.code, 'BACKUP_NOT_FOUND');
     }
+    // Dot segments are refused before any route is matched (docs/http-api.md, "Ids in paths").
     const raw = await rawRequest(serve.url, 'GET', '/api/backups/../../etc/passwd/download', { headers: { authorization: `Bearer ${token}` } });
-    assert.equal(raw.status, 404);
+    assert.equal(raw.status, 400);
+    assert.equal(raw.body.error.code, 'INVALID_ID');
   });
 
-  it('refuses a restore without the confirm field or with another id', async () => {
+  it('refuses a restore with no body, no confirm field or another id as RESTORE_NOT_CONFIRMED, and restores nothing', async () => {
     const id = (await call('GET', '/api/backups')).body.backups[0].backup_id;
-    assert.equal((await call('POST', `/api/backups/${id}/restore`, { body: {} })).body.error.code, 'INVALID_INPUT');
-    const mismatch = await call('POST', `/api/backups/${id}/restore`, { body: { confirm: '20991231T000000000Z-abcdef' } });
-    assert.equal(mismatch.status, 400);
-    assert.equal(mismatch.body.error.code, 'RESTORE_NOT_CONFIRMED');
+    const restoredBefore = (await call('GET', '/api/audit?action=backup.restored')).body.length;
+    const refusals = [
+      await call('POST', `/api/backups/${id}/restore`),
+      await call('POST', `/api/backups/${id}/restore`, { raw: '', headers: { 'content-type': 'application/json' } }),
+      await call('POST', `/api/backups/${id}/restore`, { body: {} }),
+      await call('POST', `/api/backups/${id}/restore`, { body: { confirm: '' } }),
+      await call('POST', `/api/backups/${id}/restore`, { body: { confirm: null } }),
+      await call('POST', `/api/backups/${id}/restore`, { body: { confirm: '20991231T000000000Z-abcdef' } }),
+    ];
+    for (const refusal of refusals) {
+      assert.equal(refusal.status, 400, refusal.text);
+      assert.equal(refusal.body.error.code, 'RESTORE_NOT_CONFIRMED', refusal.text);
+    }
+    const unknown = await call('POST', `/api/backups/${id}/restore`, { body: { confirm: id, confirmed: true } });
+    assert.equal(unknown.body.error.code, 'INVALID_INPUT', 'a misspelt member is still refused as such');
+    assert.equal((await call('GET', '/api/audit?action=backup.restored')).body.length, restoredBefore, 'nothing was restored');
   });
 
   it('never runs two backups at once: concurrent creates are 201 or 409, never 500', async () => {
@@ -98,7 +117,9 @@ forEachEngine('backups through the daemon', (fixture) => {
     };
     const loads = Array.from({ length: 4 }, load);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    const restore = await call('POST', `/api/backups/${backup.backup_id}/restore`, { body: { confirm: backup.backup_id } });
+    // keep_revocations false: the license deactivated after the backup comes back active, as
+    // the backup has it, so that old and new answers differ (by default it stays deactivated).
+    const restore = await call('POST', `/api/backups/${backup.backup_id}/restore`, { body: { confirm: backup.backup_id, keep_revocations: false } });
     restored = true;
     await new Promise((resolve) => setTimeout(resolve, 200));
     running = false;
@@ -111,6 +132,71 @@ forEachEngine('backups through the daemon', (fixture) => {
     assert.ok(!/"status":5\d\d,/.test(serve.stderr().replace(/"status":503,/g, '')), 'no 5xx but the 503s of the restore window');
     const actions = (await call('GET', '/api/audit?limit=5')).body.map((e: { action: string }) => e.action);
     assert.ok(actions.includes('backup.restored'));
+  });
+
+  it('audits every download, validate and restore with the acting token, and logs the actor but never the token', async () => {
+    const issued = await runCli(['token', 'create', '--name', 'ops-alice', '--json'], { env: { LICENSE_DATABASE_URL: databaseUrl } });
+    assert.equal(issued.code, 0, issued.stderr);
+    const alice = issued.json().token as string;
+    const asAlice = (method: string, route: string, options: Parameters<typeof api>[3] = {}) => api(serve.url, method, route, { ...options, token: alice });
+    const backup = (await asAlice('POST', '/api/backups')).body;
+    const id = backup.backup_id as string;
+    const download = await fetch(`${serve.url}/api/backups/${id}/download`, { headers: { authorization: `Bearer ${alice}`, 'x-request-id': 'alice-download' } });
+    assert.equal(download.status, 200);
+    await download.arrayBuffer();
+    assert.equal((await asAlice('POST', `/api/backups/${id}/validate`)).status, 200);
+    const entries = (await asAlice('GET', '/api/audit?actor=token:ops-alice')).body as Array<{ action: string; entity_id: string; details: Record<string, unknown> }>;
+    const downloaded = entries.find((entry) => entry.action === 'backup.downloaded');
+    assert.ok(downloaded, JSON.stringify(entries));
+    assert.equal(downloaded.entity_id, id);
+    assert.equal(downloaded.details.size, backup.size);
+    const validated = entries.find((entry) => entry.action === 'backup.validated');
+    assert.ok(validated, JSON.stringify(entries));
+    assert.equal(validated.details.valid, true);
+
+    const restored = await asAlice('POST', `/api/backups/${id}/restore`, { body: { confirm: id } });
+    assert.equal(restored.status, 200, restored.text);
+    const after = (await asAlice('GET', '/api/audit?action=backup.restored&limit=1')).body;
+    assert.equal(after[0].actor, 'token:ops-alice');
+    assert.equal(after[0].entity_id, id);
+
+    await api(serve.url, 'GET', '/healthz', { headers: { 'x-request-id': 'public-health' } });
+    await api(serve.url, 'POST', '/api/v1/validate', { body: { license_key: license.key, hardware_id: 'h', version: '1' }, headers: { 'x-request-id': 'client-validate' } });
+    // The log reaches us through a pipe, possibly after the answer.
+    await eventually(() => ['public-health', 'client-validate'].every((id) => serve.stderr().includes(`"request_id":"${id}"`)), 'the lines are logged');
+    const log = requestLog(serve.stderr());
+    const line = (requestId: string) => log.find((entry) => entry.request_id === requestId);
+    assert.equal(line('alice-download')?.actor, 'token:ops-alice');
+    assert.equal(line('alice-download')?.route, 'GET /api/backups/:backup_id/download');
+    for (const entry of log.filter((e) => /^(GET|POST) \/api\/backups/.test(e.route) && e.status !== 401)) assert.match(entry.actor, /^token:/, JSON.stringify(entry));
+    assert.ok(line('public-health'), 'the public request is logged');
+    assert.equal(line('public-health')!.actor, undefined, 'public routes have no actor');
+    assert.match(line('client-validate')!.actor, /^client:/);
+    assert.ok(!serve.stderr().includes(alice) && !serve.stderr().includes(token), 'no token secret in the log');
+    assert.ok(!serve.stderr().includes(alice.slice(5, 20)), 'not even part of it');
+  });
+
+  it('audits a validate that fails, with its code', async () => {
+    const backup = (await call('POST', '/api/backups')).body;
+    const file = path.join(backupDir, backup.file);
+    const bytes = readFileSync(file);
+    const damaged = Buffer.from(bytes);
+    damaged[bytes.length - 5] = damaged[bytes.length - 5]! ^ 1;
+    writeFileSync(file, damaged);
+    try {
+      const result = await call('POST', `/api/backups/${backup.backup_id}/validate`);
+      assert.equal(result.status, 422, result.text);
+      const [entry] = (await call('GET', `/api/audit?action=backup.validated&entity_id=${backup.backup_id}`)).body;
+      assert.equal(entry.actor, 'token:bootstrap');
+      assert.deepEqual(entry.details, { valid: false, code: result.body.error.code });
+      const refused = await call('POST', `/api/backups/${backup.backup_id}/restore`, { body: { confirm: backup.backup_id } });
+      assert.equal(refused.status, 422);
+      const [failed] = (await call('GET', `/api/audit?action=backup.restore_failed&entity_id=${backup.backup_id}`)).body;
+      assert.equal(failed.actor, 'token:bootstrap');
+      assert.equal(failed.details.code, refused.body.error.code);
+    } finally {
+      writeFileSync(file, bytes);
+    }
   });
 
   it('keeps serving the old state when a restore fails', async () => {

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
 import { createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
+import { eventually } from '../support/fake-clock.js';
 import { api, startServe } from '../support/serve.js';
 
 /** A raw TCP conversation, for clients that misbehave on purpose. */
@@ -92,6 +93,28 @@ describe('the daemon process', () => {
     }
   });
 
+  it('answers an unusual Transfer-Encoding with 400 and the JSON error body, and stays up', async () => {
+    const serve = await startServe(sqliteEnv());
+    try {
+      const encodings = ['identity', 'xchunked', 'gzip', 'chunked, identity', 'identity, chunked', 'gzip, chunked', 'chunked\r\nTransfer-Encoding: chunked', 'chunked\r\nTransfer-Encoding: identity'];
+      for (const encoding of encodings) {
+        for (const [method, route, auth] of [['POST', '/api/v1/validate', ''], ['POST', '/api/customers', `Authorization: Bearer ${serve.token}\r\n`], ['GET', '/healthz', '']] as const) {
+          const socket = await openSocket(serve.url);
+          socket.write(`${method} ${route} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nTransfer-Encoding: ${encoding}\r\n\r\n2\r\n{}\r\n0\r\n\r\n`);
+          await socket.ended;
+          const what = `${method} ${route} with Transfer-Encoding: ${JSON.stringify(encoding)}`;
+          assert.match(socket.received(), /^HTTP\/1\.1 400 /, `${what}: ${JSON.stringify(socket.received())}`);
+          assert.match(socket.received(), /\r\nConnection: close\r\n/i, what);
+          assert.match(socket.received(), /\r\nContent-Type: application\/json; charset=utf-8\r\n/i, what);
+          assert.equal(bodyOf(socket.received()).error.code, 'INVALID_INPUT', what);
+        }
+      }
+      assert.equal((await api(serve.url, 'GET', '/healthz')).status, 200);
+    } finally {
+      await serve.stop();
+    }
+  });
+
   it('drains on SIGTERM: a request in flight completes, new connections are refused, exit 0 within 10 s', async () => {
     const serve = await startServe(sqliteEnv());
     const socket = await openSocket(serve.url);
@@ -110,6 +133,36 @@ describe('the daemon process', () => {
     assert.equal(code, 0);
     assert.ok(ms < 10_000, `took ${ms} ms`);
     assert.match(serve.stderr(), /"msg":"shutting down","signal":"SIGTERM"/);
+  });
+
+  it('at SIGTERM closes idle keep-alive connections unanswered, answers a request arriving on an open one with 503, and finishes the one in flight', async () => {
+    const serve = await startServe(sqliteEnv());
+    const idle = await openSocket(serve.url);
+    idle.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    while (!idle.received().endsWith('{"status":"ok"}')) await new Promise((resolve) => setTimeout(resolve, 10));
+    const inFlight = await openSocket(serve.url);
+    const body = JSON.stringify({ name: 'Drained Ltd' });
+    inFlight.write(`POST /api/customers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${serve.token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+    const arriving = await openSocket(serve.url);
+    arriving.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    // Both partial requests must have reached the daemon before the signal.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stopped = serve.stop('SIGTERM');
+    await eventually(() => serve.stderr().includes('"msg":"shutting down"'), 'the daemon began its shutdown');
+
+    await idle.ended;
+    assert.equal(idle.received().match(/HTTP\/1\.1 /g)!.length, 1, 'the idle connection is closed without another answer');
+    arriving.write('\r\n');
+    await arriving.ended;
+    assert.match(arriving.received(), /^HTTP\/1\.1 503 /, arriving.received());
+    assert.match(arriving.received(), /\r\nConnection: close\r\n/i);
+    assert.equal(bodyOf(arriving.received()).error.code, 'SHUTTING_DOWN');
+    inFlight.write(body.slice(5));
+    await inFlight.ended;
+    assert.match(inFlight.received(), /^HTTP\/1\.1 201 /);
+    assert.match(inFlight.received(), /\r\nConnection: close\r\n/i);
+    assert.equal((await stopped).code, 0);
+    assert.match(serve.stderr(), /"msg":"drained"/);
   });
 
   it('serves HTTPS with --tls-cert and --tls-key', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { LicenseServerError } from '../../src/lib/errors.js';
-import { parseTimestamp, parseUuid, requireNonEmpty, toRfc3339Seconds } from '../../src/lib/validate.js';
+import { generateLicenseKey } from '../../src/lib/license-key.js';
+import { describe as describeValue, parseTimestamp, parseUuid, requireNonEmpty, toRfc3339Seconds } from '../../src/lib/validate.js';
 
 const iso = (value: string, endOfDay = false) => parseTimestamp(value, 'date', { endOfDay }).toISOString();
 
@@ -40,5 +41,42 @@ describe('names with lone surrogates', () => {
     assert.throws(() => requireNonEmpty('Acme \ud800', 'name'), /well-formed Unicode/);
     assert.throws(() => requireNonEmpty('\udc00 Acme', 'name'), /well-formed Unicode/);
     assert.equal(requireNonEmpty('Acme 🚀', 'name'), 'Acme 🚀');
+  });
+});
+
+describe('describing a caller\'s value in an error message', () => {
+  const deep = (levels: number) => JSON.parse(`${'['.repeat(levels)}${']'.repeat(levels)}`);
+
+  it('never walks into arrays or objects, however deep or long', () => {
+    assert.equal(describeValue(deep(100_000)), 'an array (1 elements)');
+    assert.equal(describeValue(new Array(200_000).fill(1)), 'an array (200000 elements)');
+    assert.equal(describeValue(JSON.parse(`${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}`)), 'an object');
+    assert.equal(describeValue(null), 'null');
+    assert.equal(describeValue(undefined), 'nothing');
+    assert.equal(describeValue(12.5), '12.5');
+  });
+
+  it('shows at most 40 characters of a string, escaped to printable ASCII', () => {
+    const long = describeValue('a long value, '.repeat(100_000));
+    assert.equal(long, `"${'a long value, '.repeat(3).slice(0, 40)}..." (1400000 characters)`);
+    const hostile = describeValue('"\\\u0000\u001b[31m\u202e\ud800'.repeat(20_000));
+    assert.ok(hostile.length < 80, hostile);
+    assert.match(hostile, /^"[\x20-\x7e]*" \(\d+ characters\)$|^"[\x20-\x7e]*\.\.\." \(\d+ characters\)$/);
+    assert.ok(!/[\u0000-\u001f\u007f-\uffff]/.test(hostile), hostile);
+    assert.equal(describeValue('ab"c'), '"ab\\"c"');
+  });
+
+  it('never shows what looks like a license key or an admin token', () => {
+    const key = generateLicenseKey();
+    for (const secret of [key, key.toLowerCase(), key.replace(/-/g, ''), key.replace(/-/g, ' '), `prefix ${key}`, 'lsat_abcdefghijklmnop', 'ef'.repeat(32)]) {
+      const shown = describeValue(secret);
+      assert.match(shown, /not shown/, secret);
+      assert.ok(!shown.includes(secret.slice(0, 8)) || secret.startsWith('prefix'), shown);
+    }
+  });
+
+  it('keeps ordinary short values readable', () => {
+    assert.equal(describeValue('seats'), '"seats"');
+    assert.throws(() => parseUuid('../..', 'license id'), /license id must be a UUID, got "\.\.\/\.\."/);
   });
 });

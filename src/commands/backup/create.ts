@@ -21,7 +21,7 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
       const { pruneBackups } = await import('../../lib/backup/retention.js');
       const { Notifier } = await import('../../lib/notifications/notifier.js');
       // A cron job's failure must reach someone: alerts go out before the command exits.
-      const notifier = new Notifier({ database: () => db, server: () => config.settings.issuer, log: () => undefined });
+      const notifier = new Notifier({ database: () => db, server: () => config.settings.issuer, log: () => undefined, allowLinkLocal: () => config.settings.notifications.allowLinkLocal });
       const alert = async (event: 'backup.succeeded' | 'backup.failed', data: Record<string, unknown>) => {
         notifier.emit(event, { trigger: 'manual', actor: this.operationContext().actor, ...data });
         await notifier.settle(10_000);

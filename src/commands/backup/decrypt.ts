@@ -1,12 +1,10 @@
-import { createReadStream, createWriteStream } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { LicenseServerError } from '../../lib/errors.js';
 
 export default class BackupDecrypt extends BaseCommand<typeof BackupDecrypt> {
   static override description = `Decrypt an encrypted backup file into the plain .tar.gz it wraps, for recovery by hand with tar (docs/backup-format.md).
-Every chunk is authenticated before its bytes are written; a damaged file stops with an error and the output is removed.`;
+Every chunk is authenticated before its bytes are written. The output is written as OUT.partial, fsynced and renamed to OUT only when the last chunk checks out: a damaged file stops with an error and leaves no output.`;
   static override examples = ['<%= config.bin %> backup decrypt 20261122T101500123Z-3f9a1c.backup.tar.gz.enc --out backup.tar.gz'];
   static override args = { file: Args.string({ description: 'The encrypted backup file.', required: true }) };
   static override flags = { out: Flags.string({ description: 'Where to write the .tar.gz (must not exist).', required: true }) };
@@ -15,13 +13,14 @@ Every chunk is authenticated before its bytes are written; a damaged file stops 
     const config = await this.resolveConfig();
     const key = config.settings.backup.encryptionKey;
     if (!key) throw new LicenseServerError('BACKUP_KEY_REQUIRED', 'set backup.encryption_key (LICENSE_BACKUP_ENCRYPTION_KEY) to the key the backup was made with');
-    const { DecryptStream } = await import('../../lib/backup/encryption.js');
-    const { rm } = await import('node:fs/promises');
+    const [{ DecryptStream }, { writeStreamDurably }, { createReadStream }] = await Promise.all([
+      import('../../lib/backup/encryption.js'),
+      import('../../lib/files/durable-write.js'),
+      import('node:fs'),
+    ]);
     try {
-      await pipeline(createReadStream(this.args.file), new DecryptStream(key), createWriteStream(this.flags.out, { flags: 'wx', mode: 0o600 }));
+      await writeStreamDurably(this.flags.out, createReadStream(this.args.file), [new DecryptStream(key)], { mode: 0o600 });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new LicenseServerError('FILE_EXISTS', `${this.flags.out} already exists`);
-      await rm(this.flags.out, { force: true });
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new LicenseServerError('BACKUP_NOT_FOUND', `cannot open ${this.args.file}`);
       throw error;
     }

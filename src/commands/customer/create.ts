@@ -4,8 +4,9 @@ import { formatRecord } from '../../cli/output.js';
 import { createCustomer, type Customer } from '../../lib/customers.js';
 
 export default class CustomerCreate extends BaseCommand<typeof CustomerCreate> {
-  static override description = 'Create a customer (active from the start).';
-  static override examples = ['<%= config.bin %> customer create --name "Acme GmbH"'];
+  static override description = `Create a customer (active from the start).
+On a terminal it shows the new record; otherwise it prints the new customer's id alone, so that id=$(license-server customer create --name N) works. --json gives the whole record.`;
+  static override examples = ['<%= config.bin %> customer create --name "Acme GmbH"', 'id=$(<%= config.bin %> customer create --name "Acme GmbH")'];
   static override flags = {
     name: Flags.string({ description: 'Customer name (prompted for on a terminal when missing).' }),
   };
@@ -13,7 +14,7 @@ export default class CustomerCreate extends BaseCommand<typeof CustomerCreate> {
   async run(): Promise<Customer> {
     const name = await this.ask(this.flags.name, 'name', 'Customer name:');
     const customer = await this.withDatabase((db) => createCustomer(db, { name }, this.operationContext()));
-    this.say(formatRecord([['Created customer', customer.id], ['name', customer.name], ['active', customer.active]]));
+    this.say(process.stdout.isTTY ? formatRecord([['Created customer', customer.id], ['name', customer.name], ['active', customer.active]]) : customer.id);
     return customer;
   }
 }

@@ -37,7 +37,7 @@ The file is written as .partial, fsynced, renamed and the directory fsynced, the
         return result;
       }
       const file = target.directory ? path.join(target.path, result.filename) : target.path;
-      const { publicKey } = await getSigner(db, context);
+      const { publicKey } = await getSigner(db);
       await writeLicenseFile(file, result.license_file, { publicKey, hardwareId, overwrite: flags.force });
       const binding = hardwareId === undefined ? 'not bound to a machine' : `bound to hardware ID ${JSON.stringify(hardwareId)}`;
       this.say(`Wrote ${path.resolve(file)} (${result.license_file.length} bytes), read back and verified.`);

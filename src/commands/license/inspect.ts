@@ -10,7 +10,7 @@ type WindowStatus = 'valid' | 'expired' | 'not_yet_valid';
 
 export default class LicenseInspect extends BaseCommand<typeof LicenseInspect> {
   static override description = `Show what a .lic file holds, with its signature status, without the private key.
-The signature is checked with --public-key, or with the stored key when the configured database exists; otherwise it is reported as unchecked.`;
+The signature is checked with --public-key, or with the key of the configured store, which must then exist (DATABASE_NOT_FOUND); a store without a signing key leaves it unchecked.`;
   static override args = { file: Args.string({ description: 'The .lic file.', required: true }) };
   static override flags = {
     'public-key': Flags.string({ description: 'PEM file of the server\'s public key.' }),

@@ -9,21 +9,30 @@ import { verifyLicenseFile } from '../../lib/offline/verify.js';
 
 interface VerifyReport {
   valid: true;
+  /** True when the file is unbound or bound to the --hardware-id given. */
   hardware_checked: boolean;
+  /** True when --skip-hardware-check left the binding of a bound file unchecked. */
+  hardware_check_skipped: boolean;
   decryption_key_unsealed: boolean;
   license: LicenseFilePayload;
 }
 
 export default class LicenseVerify extends BaseCommand<typeof LicenseVerify> {
   static override description = `Verify a .lic file offline: signature, validity window and hardware binding.
-Exits 0 only for a valid file; otherwise prints the reason (signature verification failed, license expired, license not yet valid, hardware ID mismatch, failed to decrypt license key) and exits non-zero.`;
+Exits 0 only for a valid file; otherwise prints the reason (signature verification failed, license expired, license not yet valid, hardware ID mismatch, failed to decrypt license key) and exits non-zero. A file that carries a decryption key is sealed to one machine, so its binding must be checked: without --hardware-id it is refused (HARDWARE_ID_REQUIRED) unless --skip-hardware-check says to check only the signature and the validity window.`;
   static override examples = [
     '<%= config.bin %> license verify license.lic --public-key signing-key.pem --hardware-id "$HWID"',
+    '<%= config.bin %> license verify license.lic --public-key signing-key.pem --skip-hardware-check',
   ];
   static override args = { file: Args.string({ description: 'The .lic file.', required: true }) };
   static override flags = {
-    'public-key': Flags.string({ description: 'PEM file of the server\'s public key (default: the key in the configured database).' }),
+    'public-key': Flags.string({ description: 'PEM file of the server\'s public key (default: the key in the configured store).' }),
     'hardware-id': Flags.string({ description: 'This machine\'s hardware ID; checks the binding and unseals the decryption key.' }),
+    'skip-hardware-check': Flags.boolean({
+      description: 'Do not check the hardware binding (required to verify a file with a decryption key without --hardware-id); the output says it was not checked.',
+      default: false,
+      exclusive: ['hardware-id'],
+    }),
   };
 
   async run(): Promise<VerifyReport> {
@@ -32,23 +41,27 @@ Exits 0 only for a valid file; otherwise prints the reason (signature verificati
     const hardwareId = flags['hardware-id'] === undefined ? undefined : parseHardwareId(flags['hardware-id']);
     const publicKey = flags['public-key'] ? readPublicKeyFile(flags['public-key']) : await storedPublicKey(await this.resolveConfig());
     if (!publicKey) throw new LicenseServerError('SIGNING_KEY_MISSING', 'no signing key is stored here to verify with');
-    const verified = verifyLicenseFile(file, { publicKey, hardwareId });
+    const skipped = flags['skip-hardware-check'];
+    const verified = verifyLicenseFile(file, { publicKey, hardwareId, skipHardwareCheck: skipped });
     const { payload } = verified;
-    const binding = payload.hardware_id === ''
+    const bound = payload.hardware_id !== '';
+    const binding = !bound
       ? 'not bound to a machine'
       : verified.hardwareChecked ? `bound to ${JSON.stringify(payload.hardware_id)}, which matches`
-      : `bound to ${JSON.stringify(payload.hardware_id)}, not checked (pass --hardware-id)`;
-    this.say(`valid: signature verified, valid until ${payload.valid_until}`);
+      : `bound to ${JSON.stringify(payload.hardware_id)}, NOT checked (${skipped ? '--skip-hardware-check' : 'pass --hardware-id'})`;
+    const unchecked = bound && !verified.hardwareChecked ? '; hardware binding NOT checked' : '';
+    this.say(`valid: signature verified, valid until ${payload.valid_until}${unchecked}`);
     this.say(formatRecord([
       ['license', `${payload.license_id} (${payload.license_key_prefix}...), ${payload.license_type}`],
       ['customer', payload.customer_name],
       ['hardware', binding],
       ['entitlements', payload.entitlements.map((e) => (e.usage_limit === null ? e.code : `${e.code} (limit ${e.usage_limit})`)).join(', ') || '-'],
-      ['decryption key', payload.encrypted_key === undefined ? 'none' : verified.decryptionKey ? 'unsealed for this hardware ID' : 'sealed (pass --hardware-id)'],
+      ['decryption key', payload.encrypted_key === undefined ? 'none' : verified.decryptionKey ? 'unsealed for this hardware ID' : 'sealed, not unsealed (--skip-hardware-check)'],
     ]));
     return {
       valid: true,
       hardware_checked: verified.hardwareChecked,
+      hardware_check_skipped: bound && !verified.hardwareChecked && skipped,
       decryption_key_unsealed: verified.decryptionKey !== undefined,
       license: payload,
     };

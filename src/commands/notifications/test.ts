@@ -15,13 +15,19 @@ export default class NotificationsTest extends BaseCommand<typeof NotificationsT
       const settings = await readNotificationSettings(db);
       const hooks = settings.webhooks.filter((hook) => (this.flags.webhook ? hook.name === this.flags.webhook : hook.enabled));
       if (hooks.length === 0) throw new LicenseServerError('INVALID_INPUT', this.flags.webhook ? `no webhook is named ${JSON.stringify(this.flags.webhook)}` : 'no webhook is enabled');
-      const notifier = new Notifier({ database: () => db, server: () => config.settings.issuer, log: () => undefined, retryDelaysMs: [] });
+      const notifier = new Notifier({
+        database: () => db,
+        server: () => config.settings.issuer,
+        log: () => undefined,
+        retryDelaysMs: [],
+        allowLinkLocal: () => config.settings.notifications.allowLinkLocal,
+      });
       return Promise.all(hooks.map((hook) => notifier.send(hook, notifier.build('notification.test', { message: 'a test from license-server notifications test' }))));
     });
     this.say(formatTable(results, [
       { header: 'WEBHOOK', value: (r) => r.webhook },
       { header: 'DELIVERED', value: (r) => r.delivered },
-      { header: 'STATUS', value: (r) => r.status ?? r.error },
+      { header: 'STATUS', value: (r) => (r.status === undefined ? r.error : r.error ? `${r.status} (${[r.error, r.location].filter(Boolean).join(': ')})` : r.status) },
     ]));
     if (results.some((result) => !result.delivered)) process.exitCode = 12;
     return results;

@@ -250,10 +250,18 @@ document.addEventListener('DOMContentLoaded', () => {
       return;
     }
     busy(form.querySelector('button[type=submit]'), `Restoring ${id}… the server pauses for a moment.`, async () => {
-      const report = await (await call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body: { confirm: typed } })).json();
+      const body = { confirm: typed, keep_revocations: $('#restore-keep').checked };
+      const report = await (await call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body })).json();
       form.hidden = true;
       await show();
-      return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.`;
+      const { admin_tokens: tokens, licenses, customers, keep } = report.revocations;
+      const carried = [
+        tokens.length ? ` Kept revoked: ${tokens.map((t) => `token ${t.name}`).join(', ')}.` : '',
+        licenses.length + customers.length
+          ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`)].join(', ')}.`
+          : '',
+      ].join('');
+      return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.${carried}`;
     });
   });
   $('#copy-pem').addEventListener('click', async () => {

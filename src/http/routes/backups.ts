@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { RouteDependencies } from '../app.js';
+import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { BACKUP_ID } from '../../lib/backup/manifest.js';
 import { expectFields } from '../fields.js';
@@ -53,10 +54,13 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/backups/:backup_id/download',
       access: 'admin',
-      handle: async ({ params }) => {
+      handle: async ({ params, actor }) => {
         const { resolveBackup } = await import('../../lib/backup/repository.js');
-        const { file, record } = await resolveBackup(directory(), knownId(params.backup_id!));
+        const id = knownId(params.backup_id!);
+        const { file, record } = await resolveBackup(directory(), id);
         const size = (await stat(file)).size;
+        // The archive holds the whole database and the signing key: no copy leaves untraced.
+        await appendAudit(deps.db, context(actor), { action: 'backup.downloaded', entityType: 'backup', entityId: id, details: { file: record!.file, size } });
         return {
           stream: createReadStream(file, { highWaterMark: 256 * 1024 }),
           size,
@@ -69,17 +73,21 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       method: 'POST',
       path: '/api/backups/:backup_id/validate',
       access: 'admin',
-      handle: async ({ params, body }) => {
+      handle: async ({ params, body, actor }) => {
         expectFields(body, []);
+        const id = knownId(params.backup_id!);
         const { validateBackup } = await import('../../lib/backup/validate.js');
         const { isPostgresUrl } = await import('../../lib/storage/open.js');
         const url = deps.settings.database.url;
-        const report = await validateBackup({
-          directory: directory(),
-          reference: knownId(params.backup_id!),
-          key: deps.settings.backup.encryptionKey,
-          scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined,
-        });
+        const audit = (details: Record<string, unknown>) => appendAudit(deps.db, context(actor), { action: 'backup.validated', entityType: 'backup', entityId: id, details });
+        let report;
+        try {
+          report = await validateBackup({ directory: directory(), reference: id, key: deps.settings.backup.encryptionKey, scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined });
+        } catch (error) {
+          if (error instanceof LicenseServerError && error.code !== 'BACKUP_NOT_FOUND') await audit({ valid: false, code: error.code });
+          throw error;
+        }
+        await audit({ valid: true });
         return { json: { valid: true, ...report, file: undefined } };
       },
     },
@@ -88,13 +96,17 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       path: '/api/backups/:backup_id/restore',
       access: 'admin',
       handle: async ({ params, body, actor }) => {
-        expectFields(body, ['confirm']);
+        // A missing confirm is the same refusal as a wrong one: the guard was not given.
+        expectFields(body, [], ['confirm', 'keep_revocations']);
         const id = knownId(params.backup_id!);
         if (body.confirm !== id) {
           throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the body must be {"confirm": "<the backup id>"}, naming the backup in the path');
         }
+        if (body.keep_revocations !== undefined && typeof body.keep_revocations !== 'boolean') {
+          throw new LicenseServerError('INVALID_INPUT', '"keep_revocations" must be true or false');
+        }
         const { restoreWhileServing } = await import('../backup-runner.js');
-        const report = await restoreWhileServing(deps, id, context(actor));
+        const report = await restoreWhileServing(deps, id, context(actor), { keepRevocations: body.keep_revocations });
         deps.notifier?.emit('backup.restored', { backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id, actor });
         return { json: report };
       },

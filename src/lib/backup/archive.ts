@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { PassThrough, Readable, Transform, type Writable } from 'node:stream';
+import { PassThrough, Readable, Transform, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { LicenseServerError } from '../errors.js';
-import { DecryptStream, EncryptStream, sniff } from './encryption.js';
+import { DecryptStream, EncryptStream, MAGIC, sniff } from './encryption.js';
 import { ParallelGzip } from './parallel-gzip.js';
 
 /**
@@ -93,51 +93,103 @@ export async function writeArchive(
 export interface ReadOptions {
   readonly key?: Buffer;
   readonly onProgress?: Progress;
+  /** Also compute the SHA-256 of the whole file (to compare with its index). */
+  readonly hashFile?: boolean;
 }
+
+/** A tar file ends with two 512-byte blocks of zeros (POSIX.1-1988 ustar). */
+const END_OF_ARCHIVE = 1024;
 
 /**
  * Reads an archive, handing each entry to `onEntry` as a stream that must be consumed.
  * Decryption checks every chunk's tag before its bytes go on; gzip checks its CRC; entry
- * names are checked against ENTRY_NAMES before `onEntry` sees them.
+ * names are checked against ENTRY_NAMES before `onEntry` sees them. The layers must end
+ * exactly together (docs/backup-format.md, "What a reader refuses"): nothing after the
+ * last gzip member, no empty last member, and the tar data ending with its end-of-archive
+ * marker and nothing after it. Returns the size of the file as read, and with `hashFile` its
+ * SHA-256 (else an empty string).
  */
 export async function readArchive(
   file: string,
   options: ReadOptions,
   onEntry: (name: EntryName, content: Readable, size: number) => Promise<void>,
-): Promise<{ encrypted: boolean }> {
+): Promise<{ encrypted: boolean } & FileDigest> {
   const kind = await sniffFile(file);
-  if (kind === 'unknown') throw new LicenseServerError('BACKUP_INVALID', `${file} is not a license-server backup (neither gzip nor an encrypted backup)`);
   if (kind === 'encrypted' && !options.key) {
     throw new LicenseServerError('BACKUP_KEY_REQUIRED', 'the backup is encrypted and no backup.encryption_key is configured');
   }
   const extract = tar.extract();
   const source = createReadStream(file, { highWaterMark: 1024 * 1024 });
+  const fileBytes = new ByteCounter(options.hashFile === true);
   if (options.onProgress) source.on('data', (chunk) => options.onProgress!(chunk.length));
-  const stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream | NodeJS.WritableStream> = [source];
+  const gzipBytes = new ByteCounter(false);
+  const gunzip = createGunzip({ chunkSize: 1024 * 1024 });
+  const tarBytes = new ByteCounter(false);
+  const stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream | NodeJS.WritableStream> = [source, fileBytes];
   if (kind === 'encrypted') stages.push(new DecryptStream(options.key!));
-  stages.push(createGunzip({ chunkSize: 1024 * 1024 }));
-  const unpacking = pipeline([...stages, extract] as unknown as [Readable, Writable]).catch((error: unknown) => {
-    throw translateReadError(error);
+  stages.push(gzipBytes, gunzip, tarBytes, extract);
+  // Errors these streams emit are the file's damage; any other failure (a disk, a bug) is not.
+  const damage = new Set<unknown>();
+  for (const stream of [gunzip, extract]) stream.on('error', (error) => damage.add(error));
+  const translate = (error: unknown) => translateReadError(error, damage);
+  const unpacking = pipeline(stages as unknown as [Readable, Writable]).catch((error: unknown) => {
+    throw translate(error);
   });
+  let tarEnd = 0;
   const consuming = (async () => {
-    for await (const entry of extract as unknown as AsyncIterable<Readable & { header: tar.Header }>) {
-      const { name, type, size } = entry.header;
+    for await (const entry of extract as unknown as AsyncIterable<Readable & { header: tar.Header & { byteOffset?: number } }>) {
+      const { name, type, size, byteOffset } = entry.header;
       if (type !== 'file' || !(ENTRY_NAMES as readonly string[]).includes(name)) {
         entry.resume();
         throw new LicenseServerError('BACKUP_INVALID', `the archive holds an unexpected entry ${JSON.stringify(String(name).slice(0, 100))} (${type})`);
       }
+      if (typeof byteOffset !== 'number') throw new Error('tar-stream no longer reports where an entry\'s data starts');
+      tarEnd = byteOffset + Math.ceil((size ?? 0) / 512) * 512;
       await onEntry(name as EntryName, entry, size ?? 0);
     }
-  })();
+  })().catch((error: unknown) => {
+    source.destroy();
+    throw translate(error);
+  });
   // Whichever fails first names the problem; the other is then aborted with it.
-  await Promise.all([
-    unpacking,
-    consuming.catch((error: unknown) => {
-      source.destroy();
-      throw error;
-    }),
-  ]);
-  return { encrypted: kind === 'encrypted' };
+  await Promise.all([unpacking, consuming]);
+  if (gunzip.bytesWritten !== gzipBytes.bytes) {
+    throw corrupt(`${byteCount(gzipBytes.bytes - gunzip.bytesWritten)} after the end of its gzip data`);
+  }
+  // An empty gzip member is 20 bytes ending in CRC-32 0 and length 0; license-server never
+  // writes one, and appended after the archive it would add no data for the checks below.
+  if (gzipBytes.tail.every((byte) => byte === 0)) throw corrupt('it ends with an empty gzip member');
+  if (tarBytes.bytes !== tarEnd + END_OF_ARCHIVE) {
+    throw corrupt(
+      tarBytes.bytes < tarEnd + END_OF_ARCHIVE
+        ? 'its tar data ends without the end-of-archive marker'
+        : `${byteCount(tarBytes.bytes - tarEnd - END_OF_ARCHIVE)} after its tar end-of-archive marker`,
+    );
+  }
+  return { encrypted: kind === 'encrypted', ...fileBytes.digest() };
+}
+
+/** Counts (and, when asked, hashes) the bytes that pass, and keeps the last 8 of them. */
+class ByteCounter extends Transform {
+  bytes = 0;
+  tail = Buffer.alloc(0);
+  private readonly hash;
+
+  constructor(hash: boolean) {
+    super();
+    this.hash = hash ? createHash('sha256') : undefined;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    this.bytes += chunk.length;
+    this.hash?.update(chunk);
+    this.tail = Buffer.concat([this.tail, chunk.subarray(Math.max(0, chunk.length - 8))]).subarray(-8);
+    done(null, chunk);
+  }
+
+  digest(): FileDigest {
+    return { size: this.bytes, sha256: this.hash ? this.hash.digest('hex') : '' };
+  }
 }
 
 /** SHA-256 and size of a stream, for checking entries against the manifest. */
@@ -158,28 +210,46 @@ export async function digestFile(file: string): Promise<FileDigest> {
   return digestOf(createReadStream(file, { highWaterMark: 1024 * 1024 }));
 }
 
-async function sniffFile(file: string): Promise<'encrypted' | 'gzip' | 'unknown'> {
+async function sniffFile(file: string): Promise<'encrypted' | 'gzip'> {
   let handle;
   try {
     handle = await open(file, 'r');
   } catch (error) {
     throw new LicenseServerError('BACKUP_NOT_FOUND', `cannot open ${file}: ${(error as NodeJS.ErrnoException).code ?? 'error'}`);
   }
+  let first: Buffer;
   try {
-    const first = Buffer.alloc(4);
-    const { bytesRead } = await handle.read(first, 0, 4, 0);
-    return sniff(first.subarray(0, bytesRead));
+    const bytes = Buffer.alloc(MAGIC.length);
+    const { bytesRead } = await handle.read(bytes, 0, bytes.length, 0);
+    first = bytes.subarray(0, bytesRead);
   } finally {
     await handle.close();
   }
+  const kind = sniff(first);
+  if (kind !== 'unknown') return kind;
+  // What could be the start of either kind is a backup cut short, not a stranger's file.
+  if (first.length === 0) throw corrupt('the file is empty');
+  if (first.length < MAGIC.length && (MAGIC.subarray(0, first.length).equals(first) || GZIP_MAGIC.subarray(0, first.length).equals(first))) {
+    throw corrupt(`it is truncated to ${byteCount(first.length)}`);
+  }
+  throw new LicenseServerError('BACKUP_INVALID', `${file} is not a license-server backup (neither gzip nor an encrypted backup)`);
 }
 
-function translateReadError(error: unknown): unknown {
+const GZIP_MAGIC = Buffer.from([0x1f, 0x8b]);
+
+function byteCount(n: number): string {
+  return n === 1 ? '1 byte' : `${n} bytes`;
+}
+
+function corrupt(reason: string): LicenseServerError {
+  return new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${reason}`);
+}
+
+function translateReadError(error: unknown, damage: ReadonlySet<unknown>): unknown {
   if (error instanceof LicenseServerError) return error;
-  const code = (error as { code?: string }).code ?? '';
-  const message = (error as Error).message ?? '';
-  if (code.startsWith('Z_') || /unexpected end|incorrect header|invalid|Unexpected end of data|Invalid tar header/i.test(message)) {
-    return new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${message.split('\n')[0]}`);
+  // A failing disk is not a damaged file: fs errors carry the system call that failed.
+  if (damage.has(error) && !(error as NodeJS.ErrnoException).syscall) {
+    return corrupt(`${String((error as Error).message ?? error).split('\n')[0]} (the gzip or tar data is broken)`);
   }
   return error;
 }

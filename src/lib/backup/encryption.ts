@@ -17,6 +17,9 @@ export const ENCRYPTION_VERSION = 1;
 export const HEADER_LENGTH = 44;
 export const TAG_LENGTH = 16;
 export const DEFAULT_CHUNK_SIZE = 1024 * 1024;
+/** The chunk sizes a reader accepts (and a writer may use): 1 KiB to 64 MiB. */
+export const MIN_CHUNK_SIZE = 1024;
+export const MAX_CHUNK_SIZE = 64 * 1024 * 1024;
 const FILE_KEY_INFO = 'license-server/v1/backup-file-key';
 const KEY_CHECK_LABEL = 'license-server/v1/backup-key-check';
 
@@ -51,6 +54,9 @@ export class EncryptStream extends Transform {
   constructor(key: Buffer, chunkSize = DEFAULT_CHUNK_SIZE) {
     super();
     requireKey(key);
+    if (!Number.isInteger(chunkSize) || chunkSize < MIN_CHUNK_SIZE || chunkSize > MAX_CHUNK_SIZE) {
+      throw new RangeError(`backup chunk size: expected ${MIN_CHUNK_SIZE} to ${MAX_CHUNK_SIZE} bytes`);
+    }
     const salt = randomBytes(16);
     const header = Buffer.alloc(HEADER_LENGTH);
     MAGIC.copy(header, 0);
@@ -137,6 +143,9 @@ export class DecryptStream extends Transform {
     try {
       if (!this.header) throw corrupt('it is shorter than its header');
       if (this.pendingLength < TAG_LENGTH) throw corrupt('it is truncated (the final chunk is missing)');
+      // The writer ends an exact multiple of the chunk size with a full final chunk, so an
+      // empty one after it is not its work: one encoding per plaintext (as age does).
+      if (this.pendingLength === TAG_LENGTH && this.index > 0) throw corrupt('its final chunk is empty after a full one');
       this.push(this.open(this.takeAll(), true));
       done();
     } catch (error) {
@@ -170,7 +179,9 @@ export class DecryptStream extends Transform {
       throw new LicenseServerError('BACKUP_WRONG_KEY', 'backup was encrypted with a different key');
     }
     const chunkSize = header.readUInt32BE(40);
-    if (chunkSize < 1024 || chunkSize > 64 * 1024 * 1024) throw corrupt(`its chunk size ${chunkSize} is out of range`);
+    if (chunkSize < MIN_CHUNK_SIZE || chunkSize > MAX_CHUNK_SIZE) {
+      throw corrupt(`its chunk size ${chunkSize} is outside ${MIN_CHUNK_SIZE} to ${MAX_CHUNK_SIZE} bytes`);
+    }
     this.header = Buffer.from(header);
     this.key = fileKey(this.masterKey, salt);
     this.recordSize = chunkSize + TAG_LENGTH;

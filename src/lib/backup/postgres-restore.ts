@@ -6,17 +6,35 @@ import pg from 'pg';
 import copy from 'pg-copy-streams';
 import { LicenseServerError } from '../errors.js';
 import { TABLES } from '../storage/migrations.js';
+import { toNumberedPlaceholders } from '../storage/placeholders.js';
+import type { Queryable, Row, SqlValue } from '../storage/types.js';
+import { CARRIED_TABLES, type RevocationCarry } from './revocations.js';
 
 /**
  * Replaces our tables with a dump's in one transaction: DROP them all, run the dump, COMMIT.
- * Any failure rolls back, leaving the database exactly as it was.
+ * Any failure rolls back, leaving the database exactly as it was. The revocations of the
+ * replaced data are read first (with writes to those tables locked out until the commit)
+ * and re-applied before the commit, so they are never undone, not even for a moment.
  */
-export async function restorePostgres(url: string, dumpFile: string): Promise<void> {
+export async function restorePostgres(url: string, dumpFile: string, carry: RevocationCarry): Promise<void> {
   const client = await connect(url, 'license-server restore');
+  const tx: Queryable = {
+    query: async <R extends Row>(sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rows as R[],
+    execute: async (sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rowCount ?? 0,
+  };
   try {
     await client.query('BEGIN');
+    const present = await client.query<{ n: number }>(
+      `SELECT count(to_regclass(name))::int AS n FROM unnest($1::text[]) AS name`,
+      [[...CARRIED_TABLES]],
+    );
+    if (present.rows[0]!.n === CARRIED_TABLES.length) {
+      await client.query(`LOCK TABLE ${CARRIED_TABLES.join(', ')} IN SHARE MODE`);
+      await carry.read(tx);
+    }
     for (const table of [...TABLES].reverse()) await client.query(`DROP TABLE IF EXISTS ${table.name} CASCADE`);
     await executeDump(client, dumpFile);
+    await carry.apply(tx);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -75,11 +75,15 @@ export async function listBackups(directory: string): Promise<BackupRecord[]> {
 
 /** The index of a backup whose archive is present with the size the index recorded. */
 async function readIndex(directory: string, id: string): Promise<BackupRecord | undefined> {
+  const found = await readIndexAndArchive(directory, id);
+  return found && found.archiveSize === found.record.size ? found.record : undefined;
+}
+
+async function readIndexAndArchive(directory: string, id: string): Promise<{ record: BackupRecord; archiveSize: number } | undefined> {
   try {
     const record = JSON.parse(await readFile(path.join(directory, indexName(id)), 'utf8')) as BackupRecord;
     if (record.backup_id !== id || record.file !== archiveName(id, record.encrypted)) return undefined;
-    const info = await stat(path.join(directory, record.file));
-    return info.size === record.size ? record : undefined;
+    return { record, archiveSize: (await stat(path.join(directory, record.file))).size };
   } catch {
     return undefined;
   }
@@ -91,8 +95,12 @@ async function readIndex(directory: string, id: string): Promise<BackupRecord | 
  */
 export async function resolveBackup(directory: string, reference: string): Promise<{ file: string; record?: BackupRecord }> {
   if (BACKUP_ID.test(reference)) {
-    const record = await readIndex(directory, reference);
-    if (!record) throw new LicenseServerError('BACKUP_NOT_FOUND', `no complete backup has the id ${reference}`);
+    const found = await readIndexAndArchive(directory, reference);
+    if (!found) throw new LicenseServerError('BACKUP_NOT_FOUND', `no complete backup has the id ${reference}`);
+    const { record, archiveSize } = found;
+    if (archiveSize !== record.size) {
+      throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: its archive has ${archiveSize} bytes, its index says ${record.size} (truncated or appended to)`);
+    }
     return { file: path.join(directory, record.file), record };
   }
   if (/\.backup\.tar\.gz(\.enc)?$/.test(reference) || reference.includes(path.sep) || reference.includes('/')) {

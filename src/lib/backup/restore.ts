@@ -7,12 +7,14 @@ import { LicenseServerError } from '../errors.js';
 import { syncDirectory, syncFile, writeFileDurably } from '../files/durable-write.js';
 import { isPostgresUrl, openDatabase } from '../storage/open.js';
 import { SCHEMA_VERSION } from '../storage/migrations.js';
+import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import type { Progress } from './archive.js';
 import { createBackup } from './create.js';
 import { daemonUsing } from './daemon-registry.js';
 import { acquireBackupLock } from './lock.js';
 import type { Manifest } from './manifest.js';
 import { resolveBackup, type BackupRecord } from './repository.js';
+import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revocations.js';
 import { mergeRestoredConfig } from './settings-export.js';
 import { checkSqlite } from './sqlite-snapshot.js';
 import { verifyArchive } from './verify.js';
@@ -29,6 +31,12 @@ export interface RestoreOptions {
   readonly inDaemon?: boolean;
   /** Called after the pre-restore backup, before the swap: the daemon closes its database here. */
   readonly beforeSwap?: () => Promise<void>;
+  /**
+   * Keep licenses and customers deactivated in the replaced database deactivated (default
+   * true); false restores them as the backup has them. Revoked admin tokens stay revoked
+   * either way.
+   */
+  readonly keepRevocations?: boolean;
 }
 
 export interface RestoreReport {
@@ -41,6 +49,8 @@ export interface RestoreReport {
   readonly pre_restore_backup_id: string | null;
   /** Where the replaced config.yaml was kept, when the backup carried one. */
   readonly replaced_config: string | null;
+  /** What was revoked in the replaced database and active in the backup (see RevocationCarry). */
+  readonly revocations: CarriedRevocations;
 }
 
 /**
@@ -50,7 +60,8 @@ export interface RestoreReport {
  * the database after the old one's WAL was checkpointed away, so the file is at every
  * moment either the old database or the new one. PostgreSQL: one transaction. Older
  * schemas are migrated after the swap; the configuration file is replaced (the old one
- * kept beside it) with this host's secrets carried over.
+ * kept beside it) with this host's secrets carried over. Revocations made after the backup
+ * are carried over inside the swap (RevocationCarry).
  */
 export async function restoreBackup(options: RestoreOptions): Promise<RestoreReport> {
   const { config, context } = options;
@@ -63,7 +74,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   const stagingParent = postgres ? directory : path.dirname(settings.database.url);
   let staging: string | undefined;
   try {
-    const { file } = await resolveBackup(directory, options.reference);
+    const { file, record } = await resolveBackup(directory, options.reference);
     options.onPhase?.('validate', (await stat(file)).size);
     await mkdir(stagingParent, { recursive: true, mode: 0o700 });
     // A restore killed earlier left its staging directory; with the lock held it is ours to remove.
@@ -71,7 +82,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       if (name.startsWith('.restore-')) await rm(path.join(stagingParent, name), { recursive: true, force: true });
     }
     staging = await mkdtemp(path.join(stagingParent, '.restore-'));
-    const archive = await verifyArchive(file, { key: settings.backup.encryptionKey, extractTo: staging, onProgress: options.onProgress });
+    const archive = await verifyArchive(file, { key: settings.backup.encryptionKey, extractTo: staging, onProgress: options.onProgress, expected: record });
     const { manifest } = archive;
     checkCompatible(manifest, postgres ? 'postgres' : 'sqlite');
     // The chunk tags and SHA-256 prove these are the very bytes that passed quick_check when
@@ -88,12 +99,14 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
 
     options.onPhase?.('restore');
     await options.beforeSwap?.();
+    const carry = new RevocationCarry(options.keepRevocations ?? true);
     if (postgres) {
       const { restorePostgres } = await import('./postgres-restore.js');
-      await restorePostgres(settings.database.url, archive.files.get('database/postgres.sql')!);
+      await restorePostgres(settings.database.url, archive.files.get('database/postgres.sql')!, carry);
     } else {
-      await swapSqlite(settings.database.url, archive.files.get('database/sqlite.db')!);
+      await swapSqlite(settings.database.url, archive.files.get('database/sqlite.db')!, carry);
     }
+    const revocations = carry.result;
     const db = await openDatabase(settings.database.url);
     let migratedTo: number;
     try {
@@ -103,7 +116,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
           action: 'backup.restored',
           entityType: 'backup',
           entityId: manifest.backup_id,
-          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo },
+          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations },
         }),
       );
     } finally {
@@ -119,6 +132,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       migrated_to: migratedTo,
       pre_restore_backup_id: safety?.backup_id ?? null,
       replaced_config: replacedConfig,
+      revocations,
     };
   } finally {
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
@@ -127,16 +141,21 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
 }
 
 function checkCompatible(manifest: Manifest, engine: 'sqlite' | 'postgres'): void {
+  if (manifest.engine !== engine) {
+    throw new LicenseServerError(
+      'BACKUP_ENGINE_MISMATCH',
+      `the backup is of a ${ENGINE_NAMES[manifest.engine]} database and database.url is a ${ENGINE_NAMES[engine]} database; cross-engine restore is not supported, point database.url at a ${ENGINE_NAMES[manifest.engine]} database`,
+    );
+  }
   if (manifest.schema_version > SCHEMA_VERSION) {
     throw new LicenseServerError(
       'BACKUP_UNSUPPORTED',
       `the backup has schema version ${manifest.schema_version}, newer than this license-server knows (${SCHEMA_VERSION}); restore it with a newer release`,
     );
   }
-  if (manifest.engine !== engine) {
-    throw new LicenseServerError('BACKUP_UNSUPPORTED', `the backup is of a ${manifest.engine} database and database.url is ${engine}; restore it onto ${manifest.engine}`);
-  }
 }
+
+const ENGINE_NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 
 async function preRestoreBackup(options: RestoreOptions, directory: string): Promise<BackupRecord | undefined> {
   const url = options.config.settings.database.url;
@@ -157,13 +176,21 @@ async function preRestoreBackup(options: RestoreOptions, directory: string): Pro
   }
 }
 
-async function swapSqlite(database: string, snapshot: string): Promise<void> {
-  const { default: Database } = await import('better-sqlite3');
+/**
+ * Renames the snapshot over the database. The old database's revocations are read, and
+ * re-applied to the snapshot, before the rename: the file is at every moment the old data
+ * or the restored data with those revocations, never the restored data without them.
+ */
+async function swapSqlite(database: string, snapshot: string, carry: RevocationCarry): Promise<void> {
+  const { loadSqliteDriver } = await import('../storage/sqlite-driver.js');
+  const Database = loadSqliteDriver();
   try {
     await stat(database);
-    // Fold the old WAL into the old file first: a WAL left beside the new file would be replayed into it.
     const old = new Database(database, { timeout: 5000 });
     try {
+      const tables = old.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (${CARRIED_TABLES.map(() => '?').join(', ')})`).get(...CARRIED_TABLES) as { n: number };
+      if (tables.n === CARRIED_TABLES.length) await carry.read(sqliteQueryable(old));
+      // Fold the old WAL into the old file first: a WAL left beside the new file would be replayed into it.
       old.pragma('wal_checkpoint(TRUNCATE)');
     } finally {
       old.close();
@@ -171,12 +198,34 @@ async function swapSqlite(database: string, snapshot: string): Promise<void> {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
+  const staged = new Database(snapshot);
+  try {
+    staged.exec('BEGIN IMMEDIATE');
+    try {
+      await carry.apply(sqliteQueryable(staged));
+      staged.exec('COMMIT');
+    } catch (error) {
+      staged.exec('ROLLBACK');
+      throw error;
+    }
+  } finally {
+    staged.close();
+  }
   await chmod(snapshot, 0o600);
   await syncFile(snapshot);
   await rm(`${database}-wal`, { force: true });
   await rm(`${database}-shm`, { force: true });
   await rename(snapshot, database);
   await syncDirectory(path.dirname(database));
+}
+
+/** The Queryable interface over a bare better-sqlite3 handle (no shared connection, no WAL). */
+function sqliteQueryable(db: import('better-sqlite3').Database): Queryable {
+  const bind = (params: readonly SqlValue[] = []) => params.map((value) => (typeof value === 'boolean' ? (value ? 1 : 0) : value));
+  return {
+    query: async <R extends Row>(sql: string, params?: readonly SqlValue[]) => db.prepare(sql).all(...bind(params)) as R[],
+    execute: async (sql: string, params?: readonly SqlValue[]) => db.prepare(sql).run(...bind(params)).changes,
+  };
 }
 
 async function restoreConfigFile(config: ResolvedConfig, restored: string, at: Date): Promise<string> {

@@ -17,10 +17,14 @@ export interface RetentionPlan {
 }
 
 /**
- * Which listed backups to keep (docs/backup-format.md, "Retention"): the newest always; every
- * backup younger than retention_days; and grandfather-father-son keeps: the newest backup of
+ * Which listed backups to keep (docs/configuration.md, "Retention"): the newest always; every
+ * backup at most retention_days old; and grandfather-father-son keeps: the newest backup of
  * each of the last keep_daily days, keep_weekly ISO weeks and keep_monthly months that have
- * one (UTC). Everything else goes. Only listed (complete, verified) backups are counted.
+ * one (UTC), counted independently as restic does. A rule that finds fewer periods than it
+ * asks for also keeps the oldest backup, as borg does since 1.2: otherwise a young history
+ * would lose its beginning to the monthly rule (after 95 days of daily backups, the newest of
+ * the first month is younger than 90 days while older ones exist). Everything else goes.
+ * Only listed (complete, verified) backups are counted.
  */
 export function planRetention(backups: readonly BackupRecord[], policy: RetentionPolicy, at: Date): RetentionPlan {
   const newestFirst = [...backups].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0));
@@ -28,8 +32,9 @@ export function planRetention(backups: readonly BackupRecord[], policy: Retentio
   const keep = (backup: BackupRecord, reason: string) => reasons.set(backup.backup_id, [...(reasons.get(backup.backup_id) ?? []), reason]);
   if (newestFirst[0]) keep(newestFirst[0], 'newest');
   const cutoff = at.getTime() - policy.retentionDays * 86_400_000;
-  for (const backup of newestFirst) if (Date.parse(backup.created_at) >= cutoff) keep(backup, `younger than ${policy.retentionDays} days`);
+  for (const backup of newestFirst) if (Date.parse(backup.created_at) >= cutoff) keep(backup, `at most ${policy.retentionDays} days old`);
   const bucketed = (count: number, label: string, bucket: (date: Date) => string) => {
+    if (count <= 0) return;
     const seen = new Set<string>();
     for (const backup of newestFirst) {
       if (seen.size >= count) break;
@@ -38,6 +43,8 @@ export function planRetention(backups: readonly BackupRecord[], policy: Retentio
       seen.add(key);
       keep(backup, `${label} ${key}`);
     }
+    const oldest = newestFirst[newestFirst.length - 1];
+    if (oldest && seen.size < count) keep(oldest, `${label}: the oldest (only ${seen.size} of ${count} have a backup)`);
   };
   bucketed(policy.keepDaily, 'daily', (date) => date.toISOString().slice(0, 10));
   bucketed(policy.keepWeekly, 'weekly', isoWeek);

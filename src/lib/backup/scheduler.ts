@@ -1,13 +1,10 @@
 import { hostname } from 'node:os';
 import { CronExpressionParser } from 'cron-parser';
+import { setTimerUntil, type LongTimer, type TimerClock } from '../long-timer.js';
 import type { Database } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 
-export interface SchedulerClock {
-  now(): Date;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+export type SchedulerClock = TimerClock;
 
 export interface ScheduledRun {
   readonly slot: string;
@@ -37,9 +34,6 @@ export interface SchedulerOptions {
   readonly log?: (entry: Record<string, unknown>) => void;
 }
 
-// setTimeout holds at most 2^31-1 ms; a later slot is reached in several waits.
-const MAX_WAIT_MS = 2_147_483_647;
-
 /**
  * Automatic backups on a cron schedule (local time). Each slot is claimed with an insert into
  * backup_runs before it runs, so daemons sharing one PostgreSQL database run each scheduled
@@ -47,7 +41,7 @@ const MAX_WAIT_MS = 2_147_483_647;
  * backup is older than the last slot) is caught up once.
  */
 export class BackupScheduler {
-  private timer: unknown;
+  private timer: LongTimer | undefined;
   private next: Date | undefined;
   private stopped = false;
   private running: Promise<void> | undefined;
@@ -68,7 +62,7 @@ export class BackupScheduler {
 
   stop(): void {
     this.stopped = true;
-    if (this.timer !== undefined) this.options.clock.clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
   }
 
@@ -92,12 +86,11 @@ export class BackupScheduler {
     const now = this.options.clock.now();
     const next = CronExpressionParser.parse(this.options.expression, { currentDate: now }).next().toDate();
     this.next = next;
-    const wait = Math.min(Math.max(0, next.getTime() - now.getTime()), MAX_WAIT_MS);
-    this.timer = this.options.clock.setTimeout(() => {
+    // A yearly slot is further away than one setTimeout holds: a chain of timers reaches it.
+    this.timer = setTimerUntil(this.options.clock, next.getTime(), () => {
       this.timer = undefined;
-      if (this.options.clock.now().getTime() < next.getTime()) return this.schedule();
       this.running = this.runSlot(next).finally(() => this.schedule());
-    }, wait);
+    });
   }
 
   private slotBefore(now: Date): Date {

@@ -1,6 +1,6 @@
-import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { LicenseServerError } from '../errors.js';
+import { loadSqliteDriver, sqliteDriverPath } from '../storage/sqlite-driver.js';
 
 // Runs in a worker thread: VACUUM INTO and the integrity checks take seconds per gigabyte,
 // and on the main thread a daemon would stop answering for that long.
@@ -32,7 +32,7 @@ interface WorkerAnswer {
 }
 
 function inWorker(work: { op: 'snapshot' | 'quick_check' | 'integrity_check'; file: string; target?: string }): Promise<WorkerAnswer> {
-  const module = createRequire(import.meta.url).resolve('better-sqlite3');
+  const module = sqliteDriverPath();
   return new Promise((resolve, reject) => {
     const worker = new Worker(WORKER, { eval: true, workerData: { module, ...work } });
     worker.once('message', (answer: WorkerAnswer) => resolve(answer));
@@ -74,7 +74,7 @@ export async function checkSqlite(file: string, check: 'quick_check' | 'integrit
 
 /** The schema version recorded in a SQLite database file. */
 export async function sqliteSchemaVersion(file: string): Promise<number> {
-  const { default: Database } = await import('better-sqlite3');
+  const Database = loadSqliteDriver();
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
     const row = db.prepare('SELECT max(version) AS version FROM schema_migrations').get() as { version: number | null } | undefined;

@@ -35,10 +35,10 @@ export async function validateBackup(options: {
   scratchDatabaseUrl?: string;
   onProgress?: Progress;
 }): Promise<BackupValidation> {
-  const { file } = await resolveBackup(options.directory, options.reference);
+  const { file, record } = await resolveBackup(options.directory, options.reference);
   const work = await mkdtemp(path.join(path.dirname(file), '.validate-'));
   try {
-    const archive = await verifyArchive(file, { key: options.key, extractTo: work, onProgress: options.onProgress });
+    const archive = await verifyArchive(file, { key: options.key, extractTo: work, onProgress: options.onProgress, expected: record });
     const { manifest } = archive;
     const checks: ValidationCheck[] = [
       { check: 'archive', detail: archive.encrypted ? 'every chunk authenticated, gzip intact' : 'gzip intact (not encrypted)' },
@@ -55,7 +55,13 @@ export async function validateBackup(options: {
       checks.push({ check: 'database', detail: `SQLite integrity_check ok, schema ${version}` });
     } else {
       const { loadDumpIntoScratch } = await import('./postgres-restore.js');
-      if (!options.scratchDatabaseUrl) throw new LicenseServerError('BACKUP_INVALID', 'a PostgreSQL backup is validated by loading it into a scratch database; configure a PostgreSQL database.url');
+      if (!options.scratchDatabaseUrl) {
+        throw new LicenseServerError(
+          'BACKUP_ENGINE_MISMATCH',
+          'the backup is of a PostgreSQL database, which is validated by loading it into a scratch PostgreSQL database, and database.url is a SQLite database; validate it where database.url is PostgreSQL',
+          { hint: 'Run backup validate with LICENSE_DATABASE_URL set to a PostgreSQL server where a scratch database may be created.' },
+        );
+      }
       const rows = await loadDumpIntoScratch(options.scratchDatabaseUrl, archive.files.get('database/postgres.sql')!);
       checks.push({ check: 'database', detail: `loaded into a scratch database (${rows} rows), dropped again` });
     }

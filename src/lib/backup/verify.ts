@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { LicenseServerError } from '../errors.js';
-import { digestOf, readArchive, type EntryName, type Progress } from './archive.js';
+import { digestOf, readArchive, type EntryName, type FileDigest, type Progress } from './archive.js';
 import { parseManifest, type Manifest } from './manifest.js';
 
 export interface VerifiedArchive {
@@ -16,14 +16,18 @@ export interface VerifiedArchive {
 /**
  * Reads a whole archive and checks it: every chunk's tag (encrypted files), the gzip CRC,
  * the manifest first, and each entry's size and SHA-256 against the manifest, none missing,
- * none extra. With `extractTo`, entries are also written there (flat, under fixed names)
+ * none extra; with `expected` (from the backup's index), the whole file's size and SHA-256.
+ * With `extractTo`, entries are also written there (flat, under fixed names)
  * as they are checked; a caller uses them only after this resolves.
  */
-export async function verifyArchive(file: string, options: { key?: Buffer; extractTo?: string; onProgress?: Progress }): Promise<VerifiedArchive> {
+export async function verifyArchive(
+  file: string,
+  options: { key?: Buffer; extractTo?: string; onProgress?: Progress; expected?: FileDigest },
+): Promise<VerifiedArchive> {
   let manifest: Manifest | undefined;
   const seen = new Set<string>();
   const files = new Map<EntryName, string>();
-  const { encrypted } = await readArchive(file, options, async (name, content: Readable) => {
+  const { encrypted, size, sha256 } = await readArchive(file, { ...options, hashFile: options.expected !== undefined }, async (name, content: Readable) => {
     if (!manifest) {
       if (name !== 'manifest.json') throw new LicenseServerError('BACKUP_INVALID', 'the archive does not start with manifest.json');
       manifest = parseManifest(await text(content));
@@ -43,6 +47,10 @@ export async function verifyArchive(file: string, options: { key?: Buffer; extra
       throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${name} does not match its checksum in the manifest`);
     }
   });
+  // A listed backup's index holds the archive's exact size and SHA-256: nothing may differ.
+  if (options.expected && (size !== options.expected.size || sha256 !== options.expected.sha256)) {
+    throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: the archive file differs from the size and SHA-256 its index says (${options.expected.size} bytes)`);
+  }
   if (!manifest) throw new LicenseServerError('BACKUP_INVALID', 'the archive is empty');
   for (const entry of manifest.entries) {
     if (!seen.has(entry.name)) throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${entry.name} is missing`);

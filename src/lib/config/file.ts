@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { LicenseServerError } from '../errors.js';
+import { describe } from '../validate.js';
 import { describeFsError } from '../fs-errors.js';
 import { SETTINGS } from './schema.js';
 
@@ -60,7 +61,7 @@ function flatten(data: Record<string, unknown>, prefix: string, out: Map<string,
     }
     if (!KNOWN.has(key)) {
       const known = [...KNOWN].filter((candidate) => candidate.startsWith(prefix)).join(', ');
-      throw new LicenseServerError('CONFIG_UNKNOWN_KEY', `unknown key ${JSON.stringify(key)} in ${file} (known keys: ${known})`);
+      throw new LicenseServerError('CONFIG_UNKNOWN_KEY', `unknown key ${describe(key)} in ${file} (known keys: ${known})`);
     }
     out.set(key, value);
   }

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
+import { describe } from '../validate.js';
 import { ADMIN_TOKEN_MIN_LENGTH, SETTINGS, type SettingSpec } from './schema.js';
 import { redactDatabaseUrl } from './redact.js';
 import { readConfigFile } from './file.js';
@@ -21,6 +22,7 @@ export interface Settings {
   };
   readonly issuer: string;
   readonly grace: { readonly hours: number };
+  readonly notifications: { readonly allowLinkLocal: boolean };
   readonly adminToken: string | undefined;
   readonly backup: {
     readonly enabled: boolean;
@@ -111,6 +113,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
     },
     issuer: get('issuer'),
     grace: { hours: get('grace.hours') },
+    notifications: { allowLinkLocal: get('notifications.allow_link_local') },
     adminToken: get('admin_token'),
     backup: {
       enabled: get('backup.enabled'),
@@ -152,6 +155,19 @@ export function displayEntries(config: ResolvedConfig): Array<{ key: string; val
     else shown = String(entry.value);
     return { key: entry.key, value: shown, source: entry.source };
   });
+}
+
+/**
+ * Where database.url came from, in words for an operator who is looking at the wrong store:
+ * the variable, flag or file that set it, or the default relative to the working directory.
+ */
+export function describeDatabaseOrigin(config: ResolvedConfig): string {
+  const entry = (key: string) => config.entries.find((candidate) => candidate.key === key)!;
+  const url = entry('database.url');
+  if (url.source !== 'default') return `database.url from ${url.source}`;
+  const dataDir = entry('data_dir');
+  if (dataDir.source !== 'default') return `<data_dir>/license-server.db, data_dir from ${dataDir.source}`;
+  return `the default ./data/license-server.db, relative to the working directory ${path.dirname(String(dataDir.value))}`;
 }
 
 function specOf(key: string): SettingSpec {
@@ -209,7 +225,7 @@ function convert(spec: SettingSpec, found: RawValue): SettingValue {
   const { raw, source } = found;
   const fromText = typeof raw === 'string' && !source.startsWith('file');
   const invalid = (expected: string, showValue = true): never => {
-    const shown = showValue && !spec.secret ? `, got ${JSON.stringify(raw)}` : '; the value is not shown';
+    const shown = showValue && !spec.secret ? `, got ${describe(raw)}` : '; the value is not shown';
     throw new LicenseServerError('CONFIG_INVALID_VALUE', `${spec.key} must be ${expected}${shown} (from ${source})`);
   };
   switch (spec.type) {

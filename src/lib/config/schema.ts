@@ -111,6 +111,13 @@ export const SETTINGS: readonly SettingSpec[] = [
     description: 'Lifetime of a grace token issued by online validation.',
   },
   {
+    key: 'notifications.allow_link_local',
+    env: 'LICENSE_NOTIFICATIONS_ALLOW_LINK_LOCAL',
+    type: 'boolean',
+    default: () => false,
+    description: 'Lets webhooks go to link-local addresses (169.254.0.0/16, fe80::/10), which are refused by default.',
+  },
+  {
     key: 'admin_token',
     env: 'LICENSE_ADMIN_TOKEN',
     type: 'string',
@@ -178,7 +185,9 @@ export const SETTINGS: readonly SettingSpec[] = [
     type: 'integer',
     min: 0,
     max: 1200,
-    default: () => 3,
+    // 6, not 3: the newest backup of the 6th month back is at least 120 days old, so a month's
+    // backup outlives the spec's 90 days on any schedule (3 kept nothing past 54 days).
+    default: () => 6,
     description: 'Keep the newest backup of each of this many most recent months.',
   },
 ];

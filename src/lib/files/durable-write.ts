@@ -1,6 +1,8 @@
-import { constants } from 'node:fs';
+import { constants, createWriteStream } from 'node:fs';
 import { open, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
+import type { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { LicenseServerError } from '../errors.js';
 import { describeFsError } from '../fs-errors.js';
 
@@ -41,6 +43,31 @@ export async function writeFileDurably(target: string, data: string | Uint8Array
     await rm(partial, { force: true }).catch(() => undefined);
     if (error instanceof LicenseServerError) throw error;
     failed(error);
+  }
+}
+
+/**
+ * The same guarantees as writeFileDurably for content that arrives as a stream (a backup
+ * being decrypted): `target` appears only once every byte has arrived and is on the device.
+ * An error of the source or a stage (a chunk that fails to authenticate) is passed on as it
+ * is, after the partial file is removed; an error writing is FILE_WRITE_FAILED.
+ */
+export async function writeStreamDurably(target: string, source: Readable, stages: readonly Transform[], options: DurableWriteOptions = {}): Promise<void> {
+  const partial = `${target}.partial`;
+  if (!options.overwrite && (await exists(target))) throw new LicenseServerError('FILE_EXISTS', `${target} already exists`);
+  const sink = createWriteStream(partial, { mode: options.mode ?? 0o644 });
+  let readError: unknown;
+  source.once('error', (error) => (readError = error));
+  try {
+    await pipeline([source, ...stages, sink]);
+    await syncFile(partial);
+    if (!options.overwrite && (await exists(target))) throw new LicenseServerError('FILE_EXISTS', `${target} already exists`);
+    await rename(partial, target);
+    await syncDirectory(path.dirname(target));
+  } catch (error) {
+    await rm(partial, { force: true }).catch(() => undefined);
+    if (error === readError || error instanceof LicenseServerError) throw error;
+    throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write ${target}: ${describeFsError(error)}`, { cause: error });
   }
 }
 

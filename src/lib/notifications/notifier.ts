@@ -1,5 +1,9 @@
 import { createHmac, randomUUID } from 'node:crypto';
+import { redactUrl } from '../config/redact.js';
+import { isLicenseServerError } from '../errors.js';
 import type { Queryable } from '../storage/types.js';
+import { checkLiteralAddress, guardedLookup, systemResolver, type Resolver } from './address.js';
+import { postOnce } from './post.js';
 import { renderTemplate } from './render.js';
 import { eventMatches, readNotificationSettings, type EventName, type Webhook } from './settings.js';
 
@@ -19,6 +23,10 @@ export interface DeliveryResult {
   readonly attempts: number;
   readonly status?: number;
   readonly error?: string;
+  /** An error code of the tool (WEBHOOK_ADDRESS_REFUSED) when it, not the receiver, refused. */
+  readonly code?: string;
+  /** Where a redirect pointed, credentials redacted; it was not followed. */
+  readonly location?: string;
 }
 
 export interface NotifierOptions {
@@ -29,6 +37,10 @@ export interface NotifierOptions {
   readonly retryDelaysMs?: readonly number[];
   readonly timeoutMs?: number;
   readonly sleep?: (ms: number) => Promise<void>;
+  /** notifications.allow_link_local: deliver to 169.254.0.0/16 and fe80::/10 too. */
+  readonly allowLinkLocal?: () => boolean;
+  /** Resolves webhook host names (the system resolver by default; tests pass their own). */
+  readonly lookup?: Resolver;
 }
 
 export const SIGNATURE_HEADER = 'X-License-Server-Signature';
@@ -88,16 +100,26 @@ export class Notifier {
     return Promise.all(hooks.map((hook) => this.send(hook, payload)));
   }
 
-  /** One webhook, with retries and backoff; each attempt is logged (never the secret). */
+  /**
+   * One webhook, with retries and backoff; each attempt is logged (never the secret, never
+   * the URL's credentials or query). Redirects are not followed: a 3xx is a failed attempt.
+   * A link-local address is refused and not retried.
+   */
   async send(hook: Webhook, payload: NotificationEvent): Promise<DeliveryResult> {
     const body = JSON.stringify(payload);
     const delays = this.options.retryDelaysMs ?? [1000, 5000, 25000];
     const sleep = this.options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
-    let last: { status?: number; error?: string } = {};
-    for (let attempt = 1; attempt <= delays.length + 1; attempt += 1) {
+    const allowLinkLocal = this.options.allowLinkLocal?.() ?? false;
+    const lookup = guardedLookup(this.options.lookup ?? systemResolver, allowLinkLocal);
+    const about = { webhook: hook.name, event: payload.event, delivery: payload.id };
+    let last: { status?: number; error?: string; code?: string; location?: string } = {};
+    let attempt = 1;
+    for (; attempt <= delays.length + 1; attempt += 1) {
       try {
-        const response = await fetch(hook.url, {
-          method: 'POST',
+        const url = new URL(hook.url);
+        if (!allowLinkLocal) checkLiteralAddress(url, 'webhook URL points at');
+        const answer = await postOnce({
+          url,
           headers: {
             'content-type': 'application/json',
             'user-agent': 'license-server-webhook/1',
@@ -106,21 +128,70 @@ export class Notifier {
             [SIGNATURE_HEADER.toLowerCase()]: signBody(hook.secret, body),
           },
           body,
-          signal: AbortSignal.timeout(this.options.timeoutMs ?? 5000),
+          timeoutMs: this.options.timeoutMs ?? 5000,
+          lookup,
         });
-        await response.arrayBuffer().catch(() => undefined);
-        last = { status: response.status };
-        if (response.ok) {
-          this.options.log({ level: 'info', msg: 'webhook delivered', webhook: hook.name, event: payload.event, delivery: payload.id, attempt, status: response.status });
-          return { webhook: hook.name, delivered: true, attempts: attempt, status: response.status };
+        if (answer.status >= 200 && answer.status < 300) {
+          this.options.log({ level: 'info', msg: 'webhook delivered', ...about, attempt, status: answer.status });
+          return { webhook: hook.name, delivered: true, attempts: attempt, status: answer.status };
         }
+        last = answer.status >= 300 && answer.status < 400
+          ? { status: answer.status, error: 'redirect not followed', ...(answer.location === undefined ? {} : { location: redactLocation(answer.location, url) }) }
+          : { status: answer.status };
       } catch (error) {
-        last = { error: (error as Error).name === 'TimeoutError' ? 'timed out' : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message) };
+        last = describeFailure(error, hook.url);
       }
-      this.options.log({ level: 'warn', msg: 'webhook attempt failed', webhook: hook.name, event: payload.event, delivery: payload.id, attempt, ...last });
+      this.options.log({ level: 'warn', msg: 'webhook attempt failed', ...about, attempt, ...last });
+      if (last.code === 'WEBHOOK_ADDRESS_REFUSED') break;
       if (attempt <= delays.length) await sleep(delays[attempt - 1]!);
     }
-    this.options.log({ level: 'error', msg: 'webhook gave up', webhook: hook.name, event: payload.event, delivery: payload.id });
-    return { webhook: hook.name, delivered: false, attempts: delays.length + 1, ...last };
+    const attempts = Math.min(attempt, delays.length + 1);
+    this.options.log({ level: 'error', msg: 'webhook gave up', ...about });
+    return { webhook: hook.name, delivered: false, attempts, ...last };
+  }
+}
+
+/**
+ * What went wrong, in words fit for a log line: the tool's own refusal, a timeout, or the
+ * socket's error code (ECONNREFUSED, ENOTFOUND, CERT_HAS_EXPIRED). Any other message is
+ * cleared of the URL's credentials, in case it quotes the URL.
+ */
+function describeFailure(error: unknown, url: string): { error: string; code?: string } {
+  if (isLicenseServerError(error)) return { error: error.message, code: error.code };
+  const failure = error as { name?: string; code?: unknown; message?: unknown; cause?: { code?: unknown } };
+  if (failure.name === 'TimeoutError') return { error: 'timed out' };
+  const code = typeof failure.code === 'string' ? failure.code : typeof failure.cause?.code === 'string' ? failure.cause.code : undefined;
+  if (code) return { error: code };
+  return { error: withoutUrlSecrets(String(failure.message ?? error), url) };
+}
+
+function withoutUrlSecrets(text: string, url: string): string {
+  let cleaned = text.split(url).join(redactUrl(url));
+  try {
+    const parsed = new URL(url);
+    const secrets = [parsed.password, parsed.password ? '' : parsed.username, parsed.search.slice(1), parsed.hash.slice(1)];
+    for (const secret of secrets.filter((part) => part.length > 0)) {
+      for (const form of new Set([secret, safeDecode(secret)])) cleaned = cleaned.split(form).join('***');
+    }
+  } catch {
+    // An unparseable URL fails before any request; its text is not in the message.
+  }
+  return cleaned;
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
+
+/** A Location header, resolved against the webhook URL (it may be relative), credentials hidden. */
+function redactLocation(location: string, base: URL): string {
+  try {
+    return redactUrl(new URL(location, base).toString());
+  } catch {
+    return '[unparseable Location redacted]';
   }
 }

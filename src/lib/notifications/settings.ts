@@ -1,9 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { recordAudit } from '../audit.js';
+import { redactUrl, unredactUrl } from '../config/redact.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import type { Database, Queryable } from '../storage/types.js';
 import { asBool } from '../storage/values.js';
+import { describe } from '../validate.js';
+import { checkLiteralAddress } from './address.js';
 
 /** Every event the server sends (docs/notifications.md). */
 export const EVENTS = ['backup.succeeded', 'backup.failed', 'backup.restored', 'license.checked_out'] as const;
@@ -11,6 +14,7 @@ export type EventName = (typeof EVENTS)[number];
 
 export interface Webhook {
   readonly name: string;
+  /** May carry credentials (user:password@, a query token): shown redacted, like the secret. */
   readonly url: string;
   /** Signs each delivery (HMAC-SHA256); shown only with --reveal-secrets. */
   readonly secret: string;
@@ -40,17 +44,21 @@ export interface NotificationSettings {
 export async function readNotificationSettings(db: Queryable): Promise<NotificationSettings> {
   const [webhooks, rules, templates] = await Promise.all([
     db.query('SELECT id, name, url, secret, enabled FROM notification_webhooks ORDER BY name'),
-    db.query('SELECT r.event, r.email_to, r.enabled, w.name AS webhook FROM notification_alert_rules r LEFT JOIN notification_webhooks w ON w.id = r.webhook_id ORDER BY r.created_at, r.id'),
+    db.query('SELECT r.event, r.email_to, r.enabled, w.name AS webhook FROM notification_alert_rules r LEFT JOIN notification_webhooks w ON w.id = r.webhook_id'),
     db.query('SELECT event, subject, body FROM notification_email_templates ORDER BY event'),
   ]);
   return {
     webhooks: webhooks.map((row) => ({ name: String(row.name), url: String(row.url), secret: String(row.secret), enabled: asBool(row.enabled) })),
-    rules: rules.map((row) => ({
-      event: String(row.event),
-      ...(row.webhook === null || row.webhook === undefined ? {} : { webhook: String(row.webhook) }),
-      ...(row.email_to === null ? {} : { email: String(row.email_to) }),
-      enabled: asBool(row.enabled),
-    })),
+    // Sorted here, by code point: rules saved together share one created_at, their ids are
+    // random, and SQL collations and NULL order differ between the engines.
+    rules: rules
+      .map((row): AlertRule => ({
+        event: String(row.event),
+        ...(row.webhook === null || row.webhook === undefined ? {} : { webhook: String(row.webhook) }),
+        ...(row.email_to === null ? {} : { email: String(row.email_to) }),
+        enabled: asBool(row.enabled),
+      }))
+      .sort((a, b) => compareRules(a, b)),
     email_templates: templates.map((row) => ({ event: String(row.event), subject: String(row.subject), body: String(row.body) })),
   };
 }
@@ -59,10 +67,17 @@ export async function readNotificationSettings(db: Queryable): Promise<Notificat
  * Replaces every notification setting at once from a document (`notifications set --file`).
  * Everything is checked first; the replacement is one transaction. A webhook given without
  * a secret gets a random one (returned, so it can be shown once); one whose secret is the
- * redacted placeholder keeps its stored secret.
+ * redacted placeholder keeps its stored secret, and the redacted parts of its URL (`***`)
+ * are taken from its stored URL. A URL naming a link-local address is refused unless
+ * `allowLinkLocal` (notifications.allow_link_local).
  */
-export async function replaceNotificationSettings(db: Database, input: unknown, context: OperationContext): Promise<{ settings: NotificationSettings; generated: Record<string, string> }> {
-  const parsed = parseSettings(input);
+export async function replaceNotificationSettings(
+  db: Database,
+  input: unknown,
+  context: OperationContext,
+  options: { readonly allowLinkLocal?: boolean } = {},
+): Promise<{ settings: NotificationSettings; generated: Record<string, string> }> {
+  const parsed = parseSettings(input, options.allowLinkLocal ?? false);
   const generated: Record<string, string> = {};
   await db.transaction(async (tx) => {
     const current = await readNotificationSettings(tx);
@@ -71,20 +86,26 @@ export async function replaceNotificationSettings(db: Database, input: unknown, 
     await tx.execute('DELETE FROM notification_webhooks');
     await tx.execute('DELETE FROM notification_email_templates');
     const ids = new Map<string, string>();
-    for (const hook of parsed.webhooks) {
+    for (const [i, hook] of parsed.webhooks.entries()) {
+      const stored = current.webhooks.find((candidate) => candidate.name === hook.name);
+      let url: string;
+      try {
+        url = unredactUrl(hook.url, stored?.url);
+      } catch (error) {
+        throw new LicenseServerError('INVALID_INPUT', `notification settings: webhooks[${i}].url (webhook ${describe(hook.name)}): ${(error as Error).message}; give the whole URL`);
+      }
       let secret = hook.secret;
       if (secret === '' || secret === undefined) {
         secret = randomBytes(24).toString('base64url');
         generated[hook.name] = secret;
       } else if (secret === REDACTED) {
-        const kept = current.webhooks.find((candidate) => candidate.name === hook.name);
-        if (!kept) throw new LicenseServerError('INVALID_INPUT', `webhook ${JSON.stringify(hook.name)} has no stored secret to keep; give one or leave it out`);
-        secret = kept.secret;
+        if (!stored) throw new LicenseServerError('INVALID_INPUT', `webhook ${describe(hook.name)} has no stored secret to keep; give one or leave it out`);
+        secret = stored.secret;
       }
       const id = randomUUID();
       ids.set(hook.name, id);
       await tx.execute('INSERT INTO notification_webhooks (id, name, url, secret, enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)', [
-        id, hook.name, hook.url, secret, hook.enabled, at, at,
+        id, hook.name, url, secret, hook.enabled, at, at,
       ]);
     }
     for (const rule of parsed.rules) {
@@ -106,9 +127,19 @@ export async function replaceNotificationSettings(db: Database, input: unknown, 
 
 export const REDACTED = '[redacted]';
 
-/** Settings as shown to people: secrets replaced by a placeholder `set` understands. */
+/**
+ * Settings as shown to people: secrets replaced by a placeholder, and URL credentials and
+ * query strings by `***`, both of which `set` understands as "keep the stored one".
+ */
 export function redactSettings(settings: NotificationSettings): NotificationSettings {
-  return { ...settings, webhooks: settings.webhooks.map((hook) => ({ ...hook, secret: REDACTED })) };
+  return { ...settings, webhooks: settings.webhooks.map((hook) => ({ ...hook, url: redactUrl(hook.url), secret: REDACTED })) };
+}
+
+function compareRules(a: AlertRule, b: AlertRule): number {
+  const left = [a.event, a.webhook ?? '', a.email ?? ''];
+  const right = [b.event, b.webhook ?? '', b.email ?? ''];
+  const at = left.findIndex((part, i) => part !== right[i]);
+  return at === -1 ? 0 : left[at]! < right[at]! ? -1 : 1;
 }
 
 export function eventMatches(pattern: string, event: string): boolean {
@@ -116,13 +147,13 @@ export function eventMatches(pattern: string, event: string): boolean {
   return pattern.endsWith('.*') && event.startsWith(pattern.slice(0, -1));
 }
 
-function parseSettings(input: unknown): { webhooks: Array<Webhook & { secret: string }>; rules: AlertRule[]; email_templates: EmailTemplate[] } {
+function parseSettings(input: unknown, allowLinkLocal: boolean): { webhooks: Array<Webhook & { secret: string }>; rules: AlertRule[]; email_templates: EmailTemplate[] } {
   const invalid = (reason: string): never => {
     throw new LicenseServerError('INVALID_INPUT', `notification settings: ${reason}`);
   };
   if (typeof input !== 'object' || input === null || Array.isArray(input)) invalid('expected an object with webhooks, rules and email_templates');
   const document = input as Record<string, unknown>;
-  for (const key of Object.keys(document)) if (!['webhooks', 'rules', 'email_templates'].includes(key)) invalid(`unknown key ${JSON.stringify(key)}`);
+  for (const key of Object.keys(document)) if (!['webhooks', 'rules', 'email_templates'].includes(key)) invalid(`unknown key ${describe(key)}`);
   const list = (key: string) => {
     const value = document[key] ?? [];
     if (!Array.isArray(value)) invalid(`${key} must be a list`);
@@ -135,7 +166,7 @@ function parseSettings(input: unknown): { webhooks: Array<Webhook & { secret: st
   const names = new Set<string>();
   const webhooks = list('webhooks').map((hook, i) => {
     const name = text(hook.name, `webhooks[${i}].name`, 100);
-    if (names.has(name)) invalid(`webhook ${JSON.stringify(name)} is given twice`);
+    if (names.has(name)) invalid(`webhook ${describe(name)} is given twice`);
     names.add(name);
     const url = text(hook.url, `webhooks[${i}].url`);
     let parsed: URL | undefined;
@@ -145,20 +176,21 @@ function parseSettings(input: unknown): { webhooks: Array<Webhook & { secret: st
       parsed = undefined;
     }
     if (!parsed || !['http:', 'https:'].includes(parsed.protocol)) invalid(`webhooks[${i}].url must be an http or https URL`);
+    if (!allowLinkLocal) checkLiteralAddress(parsed!, `notification settings: webhooks[${i}].url points at`);
     if (hook.secret !== undefined && typeof hook.secret !== 'string') invalid(`webhooks[${i}].secret must be a string`);
     return { name, url, secret: (hook.secret as string | undefined) ?? '', enabled: hook.enabled === undefined ? true : Boolean(hook.enabled) };
   });
   const eventPattern = (value: unknown, what: string) => {
     const pattern = text(value, what, 100);
     if (!(pattern === '*' || (EVENTS as readonly string[]).includes(pattern) || (pattern.endsWith('.*') && EVENTS.some((event) => eventMatches(pattern, event))))) {
-      invalid(`${what} ${JSON.stringify(pattern)} matches no event (events: ${EVENTS.join(', ')})`);
+      invalid(`${what} ${describe(pattern)} matches no event (events: ${EVENTS.join(', ')})`);
     }
     return pattern;
   };
   const rules = list('rules').map((rule, i) => {
     const event = eventPattern(rule.event, `rules[${i}].event`);
     const webhook = rule.webhook === undefined ? undefined : text(rule.webhook, `rules[${i}].webhook`, 100);
-    if (webhook !== undefined && !names.has(webhook)) invalid(`rules[${i}] names webhook ${JSON.stringify(webhook)}, which is not defined`);
+    if (webhook !== undefined && !names.has(webhook)) invalid(`rules[${i}] names webhook ${describe(webhook)}, which is not defined`);
     const email = rule.email === undefined ? undefined : text(rule.email, `rules[${i}].email`, 320);
     if (email !== undefined && !/^[^\s@]+@[^\s@]+$/.test(email)) invalid(`rules[${i}].email is not an email address`);
     if (!webhook && !email) invalid(`rules[${i}] needs a webhook or an email`);

@@ -3,7 +3,7 @@ import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { getLicense, getLicenseDecryptionKey } from '../licenses.js';
 import type { Database } from '../storage/types.js';
-import { toRfc3339Seconds, truncateToSeconds } from '../validate.js';
+import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
 import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
 import { getSigner } from './signer.js';
@@ -32,7 +32,7 @@ export interface CheckoutContext extends OperationContext {
 
 export function parseTtlDays(value: unknown): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
-    const shown = typeof value === 'string' ? `the string ${JSON.stringify(value.slice(0, 20))}` : value === undefined ? 'nothing' : String(value);
+    const shown = typeof value === 'string' ? `the string ${describe(value)}` : describe(value);
     throw new LicenseServerError('INVALID_TTL_DAYS', `ttl_days must be an integer from ${MIN_TTL_DAYS} to ${MAX_TTL_DAYS}, got ${shown}`);
   }
   if (value < MIN_TTL_DAYS || value > MAX_TTL_DAYS) {
@@ -60,7 +60,7 @@ export async function checkoutLicense(
 ): Promise<CheckoutResult> {
   const ttlDays = parseTtlDays(request.ttlDays);
   const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
-  const signer = await getSigner(db, context);
+  const signer = await getSigner(db);
   return db.transaction(async (tx) => {
     const license = await getLicense(tx, reference);
     if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);

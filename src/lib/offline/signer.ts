@@ -1,5 +1,4 @@
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
-import type { OperationContext } from '../context.js';
 import { loadSigningKeyPair } from '../signing-key.js';
 import type { Database } from '../storage/types.js';
 
@@ -30,11 +29,11 @@ export class LicenseSigner {
 
 const signers = new WeakMap<Database, Promise<LicenseSigner>>();
 
-/** The current signing key of this database, loaded (or generated) once per open database. */
-export function getSigner(db: Database, context: OperationContext): Promise<LicenseSigner> {
+/** The current signing key of this database, loaded once per open database (SIGNING_KEY_MISSING when there is none). */
+export function getSigner(db: Database): Promise<LicenseSigner> {
   let signer = signers.get(db);
   if (!signer) {
-    signer = loadSigningKeyPair(db, context).then((pair) => {
+    signer = loadSigningKeyPair(db).then((pair) => {
       const loaded = LicenseSigner.fromSecretKey(pair.id, pair.secretKey, pair.publicKey);
       pair.secretKey.fill(0);
       return loaded;

@@ -7,8 +7,14 @@ import { decodeLicenseFile, type LicenseFilePayload } from './format.js';
 export interface VerifyOptions {
   /** The server's public key: 32 raw bytes, or PEM as `signing-key show` prints it. */
   readonly publicKey: Uint8Array | string;
-  /** This machine's hardware ID; without it a bound file's binding is left unchecked. */
+  /**
+   * This machine's hardware ID. Without it the binding of a bound file is left unchecked,
+   * except for a file that carries `encrypted_key`: then the check is mandatory (spec
+   * section 8) and the file is refused with HARDWARE_ID_REQUIRED unless `skipHardwareCheck`.
+   */
   readonly hardwareId?: string;
+  /** The caller's explicit choice to check only the signature and window of a file with `encrypted_key`. */
+  readonly skipHardwareCheck?: boolean;
   readonly now?: Date;
 }
 
@@ -22,7 +28,8 @@ export interface VerifiedLicenseFile {
 
 /**
  * The offline check, in the order of docs/offline-license-format.md section "Verifying":
- * decode strictly, check the signature, the validity window, then the hardware binding.
+ * decode strictly, check the signature, the validity window, then the hardware binding
+ * (mandatory when the file carries `encrypted_key`).
  * Each failure throws a LicenseServerError whose message starts with the text of spec
  * section 7 ("signature verification failed", "license expired", ...).
  */
@@ -35,7 +42,14 @@ export function verifyLicenseFile(file: string | Uint8Array, options: VerifyOpti
   }
   checkValidityWindow(payload, options.now ?? new Date());
   if (payload.hardware_id === '') return { payload, hardwareChecked: true };
-  if (options.hardwareId === undefined) return { payload, hardwareChecked: false };
+  if (options.hardwareId === undefined) {
+    if (payload.encrypted_key !== undefined && options.skipHardwareCheck !== true) {
+      throw new LicenseServerError('HARDWARE_ID_REQUIRED', `hardware ID required: the file is bound to ${JSON.stringify(payload.hardware_id)} and carries a decryption key sealed to it, so its binding must be checked`, {
+        hint: 'Pass --hardware-id with this machine\'s hardware ID, or --skip-hardware-check to check only the signature and the validity window.',
+      });
+    }
+    return { payload, hardwareChecked: false };
+  }
   if (options.hardwareId !== payload.hardware_id) {
     const detail = payload.encrypted_key === undefined ? '' : ': failed to decrypt license key';
     throw new LicenseServerError('HARDWARE_MISMATCH', `hardware ID mismatch${detail}`);

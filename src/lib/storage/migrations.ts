@@ -220,6 +220,14 @@ export async function migrate(db: Database, target: number = SCHEMA_VERSION): Pr
   });
 }
 
+/** Whether license-server's schema is there at all (a store, as opposed to an empty database). */
+export async function hasSchema(db: Database): Promise<boolean> {
+  const rows = db.engine === 'postgres'
+    ? await db.query("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'")
+    : await db.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+  return rows.length > 0;
+}
+
 export async function currentVersion(db: Queryable): Promise<number> {
   const rows = await db.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations');
   return Number(rows[0]?.version ?? 0);

@@ -1,8 +1,25 @@
+import { LicenseServerError } from '../errors.js';
+import { existsSync } from 'node:fs';
 import type { Database } from './types.js';
-import { migrate } from './migrations.js';
+import { hasSchema, migrate } from './migrations.js';
 
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
+}
+
+export interface OpenOptions {
+  /** Bring the schema up to date (default true). */
+  readonly migrate?: boolean;
+  readonly applicationName?: string;
+  /**
+   * Create the store when there is none: a missing SQLite file (0600, in a 0700 directory),
+   * or a PostgreSQL database without the license-server schema. Default true; the CLI passes
+   * false for every command but `serve` and `init`, so that a command run from the wrong
+   * directory fails with DATABASE_NOT_FOUND instead of starting an empty store there.
+   */
+  readonly create?: boolean;
+  /** Where database.url came from, for the DATABASE_NOT_FOUND message (e.g. "env LICENSE_DATA_DIR"). */
+  readonly origin?: string;
 }
 
 /**
@@ -10,22 +27,34 @@ export function isPostgresUrl(url: string): boolean {
  * of the other engine is never loaded: pg costs ~70 ms of start-up that a SQLite user
  * should not pay, and better-sqlite3 is a native module a PostgreSQL user may not need.
  */
-export async function openDatabase(url: string, options: { migrate?: boolean; applicationName?: string } = {}): Promise<Database> {
+export async function openDatabase(url: string, options: OpenOptions = {}): Promise<Database> {
+  const create = options.create !== false;
   let db: Database;
   if (isPostgresUrl(url)) {
     const { PostgresDatabase } = await import('./postgres.js');
     db = await PostgresDatabase.open(url, options.applicationName);
   } else {
+    if (!create && !existsSync(url)) throw notFound(`no license-server database exists at ${url}`, options.origin);
     const { SqliteDatabase } = await import('./sqlite.js');
-    db = SqliteDatabase.open(url);
+    db = SqliteDatabase.open(url, { create });
   }
-  if (options.migrate !== false) {
-    try {
-      await migrate(db);
-    } catch (error) {
-      await db.close().catch(() => undefined);
-      throw error;
+  try {
+    if (!create && !(await hasSchema(db))) {
+      throw notFound(
+        db.engine === 'postgres'
+          ? `the PostgreSQL database ${db.location} has no license-server schema yet`
+          : `${db.location} is not a license-server database (it has no license-server schema)`,
+        options.origin,
+      );
     }
+    if (options.migrate !== false) await migrate(db);
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
   }
   return db;
+}
+
+function notFound(message: string, origin: string | undefined): LicenseServerError {
+  return new LicenseServerError('DATABASE_NOT_FOUND', origin ? `${message} (${origin})` : message);
 }

@@ -1,8 +1,9 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
-import BetterSqlite3 from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { LicenseServerError } from '../errors.js';
 import { describeFsError } from '../fs-errors.js';
+import { loadSqliteDriver } from './sqlite-driver.js';
 import type { Database, Queryable, Row, SqlValue } from './types.js';
 
 type Statement = BetterSqlite3.Statement<unknown[], Row>;
@@ -26,12 +27,15 @@ export class SqliteDatabase implements Database {
     this.location = connection.file;
   }
 
-  /** Opens (creating it 0600 in a 0700 directory when missing) the database file. */
-  static open(file: string): SqliteDatabase {
+  /**
+   * Opens the database file, creating it 0600 in a 0700 directory when missing, unless
+   * `create` is false: then a missing file is an error and nothing is created.
+   */
+  static open(file: string, options: { create?: boolean } = {}): SqliteDatabase {
     const key = path.resolve(file);
     let connection = connections.get(key);
     if (!connection) {
-      connection = new SharedConnection(key, openConnection(key));
+      connection = new SharedConnection(key, openConnection(key, options.create !== false));
       connections.set(key, connection);
     }
     connection.handles += 1;
@@ -182,21 +186,24 @@ class SharedConnection {
   }
 }
 
-function openConnection(file: string): BetterSqlite3.Database {
+function openConnection(file: string, create: boolean): BetterSqlite3.Database {
   const unavailable = (error: unknown): never => {
     throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot open the SQLite database ${file}: ${describeFsError(error)}`, {
       cause: error,
     });
   };
-  try {
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    // SQLite gives the -wal and -shm files the mode of the main file, so this covers all three.
-    closeSync(openSync(file, 'a', 0o600));
-  } catch (error) {
-    unavailable(error);
+  if (create) {
+    try {
+      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      // SQLite gives the -wal and -shm files the mode of the main file, so this covers all three.
+      closeSync(openSync(file, 'a', 0o600));
+    } catch (error) {
+      unavailable(error);
+    }
   }
   try {
-    const db = new BetterSqlite3(file, { timeout: BUSY_TIMEOUT_MS });
+    const Driver = loadSqliteDriver();
+    const db = new Driver(file, { timeout: BUSY_TIMEOUT_MS, fileMustExist: !create });
     db.pragma('journal_mode = WAL');
     // In WAL mode NORMAL never corrupts; a power cut may lose the last commits, a crash does not.
     db.pragma('synchronous = NORMAL');

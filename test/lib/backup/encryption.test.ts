@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
-import { DecryptStream, EncryptStream, HEADER_LENGTH, TAG_LENGTH } from '../../../src/lib/backup/encryption.js';
+import { DecryptStream, EncryptStream, HEADER_LENGTH, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, TAG_LENGTH } from '../../../src/lib/backup/encryption.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
 
 const key = randomBytes(32);
@@ -35,7 +35,58 @@ async function refusedWith(ciphertext: Buffer, code: string, withKey = key): Pro
   });
 }
 
+/**
+ * Seals `pieces` as docs/backup-format.md says, with node:crypto alone, so that files the
+ * writer never makes (another chunk size, an empty last chunk) can be put to the reader.
+ */
+function sealByHand(pieces: readonly Buffer[], chunkSize: number): Buffer {
+  const salt = randomBytes(16);
+  const header = Buffer.alloc(HEADER_LENGTH);
+  header.write('LSBK', 0, 'ascii');
+  header[4] = 1;
+  salt.copy(header, 8);
+  createHmac('sha256', key).update('license-server/v1/backup-key-check').update(salt).digest().copy(header, 24, 0, 16);
+  header.writeUInt32BE(chunkSize, 40);
+  const fileKey = Buffer.from(hkdfSync('sha256', key, salt, 'license-server/v1/backup-file-key', 32));
+  const records = pieces.map((piece, i) => {
+    const nonce = Buffer.alloc(12);
+    nonce.writeBigUInt64BE(BigInt(i));
+    nonce.writeUInt32BE(i === pieces.length - 1 ? 1 : 0, 8);
+    const cipher = createCipheriv('aes-256-gcm', fileKey, nonce).setAAD(header);
+    return Buffer.concat([cipher.update(piece), cipher.final(), cipher.getAuthTag()]);
+  });
+  return Buffer.concat([header, ...records]);
+}
+
 describe('backup encryption (chunked AES-256-GCM)', () => {
+  it(`reads chunk sizes from ${MIN_CHUNK_SIZE} to ${MAX_CHUNK_SIZE} bytes and refuses any other`, async () => {
+    assert.equal(MIN_CHUNK_SIZE, 1024);
+    assert.equal(MAX_CHUNK_SIZE, 64 * 1024 * 1024);
+    const plaintext = randomBytes(3000);
+    for (const size of [MIN_CHUNK_SIZE, 4096, MAX_CHUNK_SIZE]) {
+      const pieces = [];
+      for (let i = 0; i < plaintext.length; i += size) pieces.push(plaintext.subarray(i, i + size));
+      assert.deepEqual(await decrypt(sealByHand(pieces, size)), plaintext, `chunk size ${size}`);
+    }
+    for (const size of [0, 16, MIN_CHUNK_SIZE - 1, MAX_CHUNK_SIZE + 1, 0xffffffff]) {
+      await assert.rejects(decrypt(sealByHand([plaintext], size)), (error: unknown) => {
+        assert.ok(error instanceof LicenseServerError && error.code === 'BACKUP_CORRUPT', String(error));
+        assert.match(error.message, /chunk size/);
+        return true;
+      }, `chunk size ${size}`);
+    }
+    for (const size of [MIN_CHUNK_SIZE - 1, MAX_CHUNK_SIZE + 1]) assert.throws(() => new EncryptStream(key, size), /chunk size/, `the writer refuses ${size} too`);
+  });
+
+  it('refuses an empty last chunk after a full one, and accepts it only as the one chunk of an empty plaintext', async () => {
+    const full = randomBytes(CHUNK);
+    await refusedWith(sealByHand([full, Buffer.alloc(0)], CHUNK), 'BACKUP_CORRUPT');
+    await refusedWith(sealByHand([full, full, Buffer.alloc(0)], CHUNK), 'BACKUP_CORRUPT');
+    assert.deepEqual(await decrypt(sealByHand([full], CHUNK)), full, 'a full last chunk is how the writer ends an exact multiple');
+    assert.deepEqual(await decrypt(sealByHand([Buffer.alloc(0)], CHUNK)), Buffer.alloc(0));
+    assert.deepEqual(await encrypt(Buffer.alloc(0)).then((c) => c.length), HEADER_LENGTH + TAG_LENGTH);
+  });
+
   it('round-trips any length, including empty and exact multiples of the chunk size', async () => {
     for (const length of [0, 1, CHUNK - 1, CHUNK, CHUNK + 1, 3 * CHUNK, 3 * CHUNK + 17]) {
       const plaintext = randomBytes(length);

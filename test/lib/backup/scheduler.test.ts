@@ -5,14 +5,15 @@ import path from 'node:path';
 import { createBackup } from '../../../src/lib/backup/create.js';
 import { listBackups } from '../../../src/lib/backup/repository.js';
 import { pruneBackups } from '../../../src/lib/backup/retention.js';
-import { BackupScheduler } from '../../../src/lib/backup/scheduler.js';
+import { BackupScheduler, type SchedulerClock } from '../../../src/lib/backup/scheduler.js';
 import { resolveConfig } from '../../../src/lib/config/resolve.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import type { Database } from '../../../src/lib/storage/types.js';
-import { FakeClock } from '../../support/fake-clock.js';
+import { FakeClock, NODE_MAX_TIMER_DELAY_MS } from '../../support/fake-clock.js';
 import { forEachEngine } from '../../support/engines.js';
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 
 forEachEngine('backup scheduler (injected clock)', (fixture) => {
   let work: string;
@@ -97,6 +98,62 @@ forEachEngine('backup scheduler (injected clock)', (fixture) => {
       b.scheduler.stop();
       await a.db.close();
       await b.db.close();
+    }
+  });
+
+  // A yearly slot is months away: more than setTimeout holds (2^31-1 ms, about 24.8 days).
+  function yearly(db: Database, clock: SchedulerClock, slots: string[]) {
+    return new BackupScheduler({
+      expression: '0 3 1 1 *',
+      database: () => db,
+      run: async (slot) => {
+        slots.push(slot.toISOString());
+        return { backup_id: `backup-${slots.length}` };
+      },
+      newestBackup: async () => clock.now(),
+      clock,
+    });
+  }
+
+  it('waits for a yearly slot in timers of at most 2^31-1 ms and runs it once, at its time', async () => {
+    const db = await fixture.freshDatabase();
+    const clock = new FakeClock(new Date('2026-03-01T12:00:00Z'));
+    const slots: string[] = [];
+    const scheduler = yearly(db, clock, slots);
+    try {
+      await scheduler.start();
+      const next = Date.parse((await scheduler.status()).next_run!);
+      assert.ok(next - clock.now().getTime() > 300 * DAY, 'the next slot is next January');
+      clock.advance(next - clock.now().getTime() - 1000);
+      await scheduler.idle();
+      assert.deepEqual(slots, [], 'nothing ran before the slot');
+      clock.advance(1000);
+      await scheduler.idle();
+      assert.deepEqual(slots, [new Date(next).toISOString()], 'the slot ran once, at its time');
+      assert.deepEqual(clock.overflows, [], 'no timer longer than Node holds');
+      assert.ok(clock.pending().every((ms) => ms <= NODE_MAX_TIMER_DELAY_MS));
+    } finally {
+      scheduler.stop();
+    }
+  });
+
+  it('on the real clock, a yearly schedule runs nothing early and emits no TimeoutOverflowWarning', async () => {
+    const db = await fixture.freshDatabase();
+    const warnings: string[] = [];
+    const listener = (warning: Error) => warning.name === 'TimeoutOverflowWarning' && warnings.push(warning.message);
+    process.on('warning', listener);
+    const slots: string[] = [];
+    const realClock: SchedulerClock = { now: () => new Date(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) };
+    const scheduler = yearly(db, realClock, slots);
+    try {
+      await scheduler.start();
+      // An overflowing timer would have fired within a millisecond, and again after each run.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      assert.deepEqual(slots, []);
+      assert.deepEqual(warnings, []);
+    } finally {
+      scheduler.stop();
+      process.off('warning', listener);
     }
   });
 

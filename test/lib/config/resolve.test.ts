@@ -49,7 +49,7 @@ describe('configuration', () => {
     assert.equal(settings.grace.hours, 72);
     assert.equal(settings.adminToken, undefined);
     assert.deepEqual(settings.backup, {
-      enabled: false, schedule: '0 2 * * *', path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30, keepDaily: 7, keepWeekly: 4, keepMonthly: 3,
+      enabled: false, schedule: '0 2 * * *', path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30, keepDaily: 7, keepWeekly: 4, keepMonthly: 6,
     });
   });
 
@@ -109,6 +109,17 @@ describe('configuration', () => {
     await refused({ configPath: nested }, 'CONFIG_INVALID_VALUE', /backup must be a mapping/);
     await refused({ env: { LICENSE_DATABASE_URL: 'mysql://localhost/x' } }, 'CONFIG_INVALID_VALUE', /database\.url/);
     await refused({ env: { LICENSE_ADMIN_TOKEN: 'short' } }, 'CONFIG_INVALID_VALUE', /admin_token must be at least 24 characters/);
+  });
+
+  it('shows at most a short, escaped prefix of a bad value or an unknown key', async () => {
+    const long = await refused({ configPath: writeConfig(`server:\n  port: "${'8'.repeat(100_000)}"\n`) }, 'CONFIG_INVALID_VALUE', /server\.port/);
+    const list = await refused({ configPath: writeConfig(`issuer: [${new Array(50_000).fill('1').join(', ')}]\n`) }, 'CONFIG_INVALID_VALUE', /issuer .*an array \(50000 elements\)/);
+    const escaped = await refused({ env: { LICENSE_PORT: '\u001b[2J\u202e'.repeat(1000) } }, 'CONFIG_INVALID_VALUE', /server\.port/);
+    const unknown = await refused({ configPath: writeConfig(`${'no such key '.repeat(80)}x: 1\n`) }, 'CONFIG_UNKNOWN_KEY', /unknown key "(no such key ){3}no s\.\.\." \(961 characters\)/);
+    for (const message of [long, list, escaped, unknown].map((text) => text.replace(/ \(known keys: [^)]*\)/, ''))) {
+      assert.ok(!/[\u0000-\u001f\u007f-\uffff]/.test(message), message.slice(0, 200));
+      assert.ok(message.length < 250, `${message.length} characters: ${message.slice(0, 200)}`);
+    }
   });
 
   it('refuses a backup key that is not 32 bytes, without showing it', async () => {

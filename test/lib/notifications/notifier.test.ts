@@ -3,7 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Notifier, SIGNATURE_HEADER } from '../../../src/lib/notifications/notifier.js';
+import { Notifier, SIGNATURE_HEADER, type NotifierOptions } from '../../../src/lib/notifications/notifier.js';
 import { renderTemplate } from '../../../src/lib/notifications/render.js';
 import { readNotificationSettings, redactSettings, replaceNotificationSettings, REDACTED } from '../../../src/lib/notifications/settings.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
@@ -22,8 +22,11 @@ describe('notifications', () => {
   let work: string;
   let db: Database;
   const logs: Array<Record<string, unknown>> = [];
-  const notifier = (retryDelaysMs = [10, 20, 40], timeoutMs = 500) =>
-    new Notifier({ database: () => db, server: () => 'licenses.example.com', log: (entry) => logs.push(entry), retryDelaysMs, timeoutMs });
+  const notifier = (retryDelaysMs = [10, 20, 40], timeoutMs = 500, more: Partial<NotifierOptions> = {}) =>
+    new Notifier({ database: () => db, server: () => 'licenses.example.com', log: (entry) => logs.push(entry), retryDelaysMs, timeoutMs, ...more });
+  const only = (hook: { name: string; url: string; secret?: string }) =>
+    replaceNotificationSettings(db, { webhooks: [{ secret: 'hook-secret-0123456789', ...hook }], rules: [{ event: '*', webhook: hook.name }] }, { actor: 'test' });
+  const refused = (error: unknown) => error instanceof LicenseServerError && error.code === 'WEBHOOK_ADDRESS_REFUSED';
 
   before(async () => {
     work = mkdtempSync(path.join(tmpdir(), 'license-notify-'));
@@ -117,6 +120,179 @@ describe('notifications', () => {
       await assert.rejects(replaceNotificationSettings(db, settings, { actor: 'test' }), (error: unknown) => error instanceof LicenseServerError && error.code === 'INVALID_INPUT', JSON.stringify(settings));
     }
     assert.equal((await readNotificationSettings(db)).webhooks[0]!.name, 'keep', 'nothing changed');
+  });
+
+  it('lists alert rules in one order on every read and engine (by event, webhook, email), not by random id', async () => {
+    const hooks = [{ name: 'zulu', url: 'https://hooks.example.com/z' }, { name: 'alpha', url: 'https://hooks.example.com/a' }];
+    const rules = [
+      { event: 'backup.succeeded', webhook: 'zulu' }, { event: 'backup.failed', email: 'b@example.com' }, { event: 'backup.*', webhook: 'alpha' },
+      { event: '*', webhook: 'zulu' }, { event: 'backup.failed', webhook: 'alpha' }, { event: 'backup.failed', email: 'a@example.com' },
+      { event: 'license.checked_out', webhook: 'alpha' }, { event: 'backup.restored', webhook: 'zulu' }, { event: 'backup.failed', webhook: 'zulu' },
+    ];
+    await replaceNotificationSettings(db, { webhooks: hooks, rules }, { actor: 'test' });
+    const key = (rule: { event: string; webhook?: string; email?: string }) => `${rule.event}\u0000${rule.webhook ?? ''}\u0000${rule.email ?? ''}`;
+    const expected = rules.map(key).sort();
+    assert.deepEqual((await readNotificationSettings(db)).rules.map(key), expected);
+    await replaceNotificationSettings(db, { webhooks: hooks, rules: [...rules].reverse() }, { actor: 'test' });
+    assert.deepEqual((await readNotificationSettings(db)).rules.map(key), expected, 'the same order whatever order they were given in');
+  });
+
+  it('quotes at most a short, escaped prefix of a bad name or key in its refusal, however long', async () => {
+    const huge = 'k'.repeat(200_000);
+    const bad = [{ [huge]: 1 }, { [`x\u0000${huge}`]: 1 }];
+    for (const settings of bad) {
+      await assert.rejects(replaceNotificationSettings(db, settings, { actor: 'test' }), (error: unknown) => {
+        assert.ok(error instanceof LicenseServerError && error.code === 'INVALID_INPUT');
+        assert.ok(error.message.length < 200, `message of ${error.message.length} characters`);
+        assert.doesNotMatch(error.message, /\u0000/);
+        return true;
+      });
+    }
+  });
+
+  it('does not follow redirects: a 307 is a failed attempt, logged with its status and without the credentials of its Location', async () => {
+    let target = '';
+    const receiver = await startReceiver((_, at) => (at === '/hook' ? { status: 307, headers: { location: target } } : 200));
+    try {
+      target = receiver.url.replace('http://', 'http://locuser:location-password@').replace('/hook', '/elsewhere?token=location-token');
+      await only({ name: 'moved', url: receiver.url });
+      logs.length = 0;
+      const [result] = await notifier([10]).deliver('backup.succeeded', { backup_id: 'b' });
+      assert.deepEqual([result!.delivered, result!.attempts, result!.status], [false, 2, 307]);
+      assert.deepEqual(receiver.received.map((r) => r.path), ['/hook', '/hook'], 'the signed body never went to the Location');
+      const failed = logs.filter((entry) => entry.msg === 'webhook attempt failed');
+      assert.deepEqual(failed.map((entry) => entry.status), [307, 307]);
+      assert.match(String(failed[0]!.location), /^http:\/\/locuser:\*\*\*@127\.0\.0\.1:\d+\/elsewhere\?\*\*\*$/);
+      assert.ok(!JSON.stringify([logs, result]).includes('location-password'));
+      assert.ok(!JSON.stringify([logs, result]).includes('location-token'));
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('reads at most a few KiB of an answer: a 256 MiB body is cut off, not held in memory', async function () {
+    this.timeout(60_000);
+    const size = 256 * 1024 * 1024;
+    const receiver = await startReceiver(() => ({ status: 200, bodyBytes: size }));
+    try {
+      await only({ name: 'huge', url: receiver.url });
+      const peakBefore = process.resourceUsage().maxRSS * 1024;
+      const [result] = await notifier([], 30_000).deliver('backup.succeeded', { backup_id: 'b' });
+      const peakGrowth = process.resourceUsage().maxRSS * 1024 - peakBefore;
+      assert.deepEqual([result!.delivered, result!.status], [true, 200]);
+      // What the receiver could hand to its socket before the notifier hung up: the kernel's
+      // socket buffers on both ends, a few MiB, not the body.
+      assert.ok(receiver.bodyBytesWritten() < 32 * 1024 * 1024, `the receiver sent ${receiver.bodyBytesWritten()} bytes`);
+      assert.ok(peakGrowth < 64 * 1024 * 1024, `peak RSS grew by ${peakGrowth} bytes`);
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('sends URL credentials as Basic authentication and never logs or reports them, nor a query string', async () => {
+    const receiver = await startReceiver(() => 500);
+    try {
+      const url = receiver.url.replace('http://', 'http://hookuser:url-password-1@') + '?token=query-secret-1';
+      const dead = 'http://deaduser:url-password-2@127.0.0.1:1/none?token=query-secret-2';
+      await replaceNotificationSettings(db, {
+        webhooks: [{ name: 'creds', url, secret: 'hook-secret-0123456789' }, { name: 'dead', url: dead, secret: 'hook-secret-0123456789' }],
+        rules: [{ event: '*', webhook: 'creds' }, { event: '*', webhook: 'dead' }],
+      }, { actor: 'test' });
+      logs.length = 0;
+      const results = await notifier([10]).deliver('backup.succeeded', { backup_id: 'b' });
+      assert.deepEqual(results.map((r) => [r.webhook, r.delivered, r.attempts]), [['creds', false, 2], ['dead', false, 2]]);
+      assert.equal(receiver.received.length, 2);
+      assert.equal(receiver.received[0]!.headers.authorization, `Basic ${Buffer.from('hookuser:url-password-1').toString('base64')}`);
+      assert.equal(receiver.received[0]!.path, '/hook?token=query-secret-1');
+      const shown = redactSettings(await readNotificationSettings(db));
+      assert.deepEqual(shown.webhooks.map((hook) => hook.url), [
+        receiver.url.replace('http://', 'http://hookuser:***@') + '?***',
+        'http://deaduser:***@127.0.0.1:1/none?***',
+      ]);
+      const everything = JSON.stringify([logs, results, shown]);
+      for (const secret of ['url-password-1', 'url-password-2', 'query-secret-1', 'query-secret-2']) assert.ok(!everything.includes(secret), secret);
+      assert.ok(logs.some((entry) => entry.msg === 'webhook attempt failed' && entry.webhook === 'dead' && entry.error === 'ECONNREFUSED'));
+
+      // The redacted form goes back in as it came out: the stored password and token are kept.
+      await replaceNotificationSettings(db, shown, { actor: 'test' });
+      assert.deepEqual((await readNotificationSettings(db)).webhooks.map((hook) => hook.url), [url, dead]);
+      await assert.rejects(
+        replaceNotificationSettings(db, { webhooks: [{ name: 'new', url: 'https://someone:***@hooks.example.com/' }] }, { actor: 'test' }),
+        (error: unknown) => error instanceof LicenseServerError && error.code === 'INVALID_INPUT' && /no stored URL/.test(error.message),
+      );
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('refuses link-local webhook addresses (cloud metadata) at set time unless they are allowed; loopback and private ones stay allowed', async () => {
+    const linkLocal = [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://169.254.0.1:8080/',
+      'http://2852039166/',
+      'http://0xa9.0xfe.0xa9.0xfe/',
+      'http://[fe80::1]/hook',
+      'https://[febf:ffff::1]/',
+      'http://[::ffff:169.254.169.254]/',
+      'http://[0:0:0:0:0:ffff:a9fe:a9fe]/',
+    ];
+    for (const url of linkLocal) {
+      await assert.rejects(only({ name: 'meta', url }), (error: unknown) => refused(error) && !(error as Error).message.includes(url), url);
+    }
+    for (const url of linkLocal) {
+      await replaceNotificationSettings(db, { webhooks: [{ name: 'meta', url, secret: 'hook-secret-0123456789' }] }, { actor: 'test' }, { allowLinkLocal: true });
+    }
+    for (const url of ['http://127.0.0.1:9/', 'http://[::1]/', 'http://10.0.0.1/', 'http://192.168.1.10/', 'http://172.16.0.1/', 'http://[fc00::1]/', 'http://[fec0::1]/', 'http://169.253.255.255/', 'http://169.255.0.1/', 'https://hooks.example.com/']) {
+      await only({ name: 'fine', url });
+    }
+  });
+
+  it('refuses at delivery a link-local address, literal or resolved from a hostname, unless allowed, and connects to the address it checked', async () => {
+    const receiver = await startReceiver();
+    try {
+      const port = new URL(receiver.url).port;
+      const answers: Record<string, Array<{ address: string; family: number }>> = {
+        'metadata.test': [{ address: '169.254.169.254', family: 4 }],
+        'mapped.test': [{ address: '::ffff:169.254.169.254', family: 6 }],
+        'mixed.test': [{ address: '127.0.0.1', family: 4 }, { address: 'fe80::a9fe:a9fe', family: 6 }],
+        'hooks.test': [{ address: '127.0.0.1', family: 4 }],
+      };
+      const lookups: string[] = [];
+      const lookup = async (hostname: string) => {
+        lookups.push(hostname);
+        return answers[hostname] ?? [];
+      };
+      for (const host of ['metadata.test', 'mapped.test', 'mixed.test']) {
+        await only({ name: 'resolved', url: `http://${host}:${port}/hook` });
+        logs.length = 0;
+        const [result] = await notifier([10, 10], 500, { lookup }).deliver('backup.succeeded', { backup_id: 'b' });
+        assert.deepEqual([result!.delivered, result!.attempts, result!.code], [false, 1, 'WEBHOOK_ADDRESS_REFUSED'], host);
+        assert.match(result!.error!, /link-local/);
+        assert.deepEqual(logs.map((entry) => entry.msg), ['webhook attempt failed', 'webhook gave up'], 'a refused address is not retried');
+      }
+      assert.deepEqual(lookups, ['metadata.test', 'mapped.test', 'mixed.test']);
+      assert.equal(receiver.received.length, 0);
+
+      await only({ name: 'resolved', url: `http://hooks.test:${port}/hook` });
+      const [delivered] = await notifier([], 500, { lookup }).deliver('backup.succeeded', { backup_id: 'b' });
+      assert.equal(delivered!.delivered, true, 'the connection goes to the address the lookup gave');
+      assert.equal(receiver.received[0]!.headers.host, `hooks.test:${port}`);
+
+      // A literal address stored before this check existed (or restored from an old backup).
+      await db.execute("UPDATE notification_webhooks SET url = 'http://[::ffff:a9fe:a9fe]:9/' WHERE name = 'resolved'");
+      const [literal] = await notifier([], 500, { lookup }).deliver('backup.succeeded', { backup_id: 'b' });
+      assert.deepEqual([literal!.delivered, literal!.code], [false, 'WEBHOOK_ADDRESS_REFUSED']);
+
+      // Allowed: the notifier tries to connect (an fe80:: address without a zone fails at
+      // once, so no packet leaves for a real link-local host).
+      await db.execute("UPDATE notification_webhooks SET url = 'http://[fe80::1]:9/' WHERE name = 'resolved'");
+      const [allowed] = await notifier([], 500, { lookup, allowLinkLocal: () => true }).deliver('backup.succeeded', { backup_id: 'b' });
+      assert.equal(allowed!.delivered, false);
+      assert.equal(allowed!.code, undefined);
+      assert.doesNotMatch(allowed!.error!, /link-local/);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('renders templates as plain text from the event fields', () => {

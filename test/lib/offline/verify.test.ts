@@ -53,12 +53,20 @@ describe('offline verification', () => {
   it('checks the hardware binding and unseals the key only for the right machine', () => {
     const verified = verify(bound, { hardwareId });
     assert.equal(verified.decryptionKey?.length, 32);
-    const unchecked = verify(bound);
-    assert.equal(unchecked.hardwareChecked, false);
-    assert.equal(unchecked.decryptionKey, undefined);
     refusedWith(() => verify(bound, { hardwareId: 'another-machine' }), 'HARDWARE_MISMATCH', /^hardware ID mismatch: failed to decrypt license key$/);
     const boundNoKey = forge({ ...boundPayload, encrypted_key: undefined });
     refusedWith(() => verify(boundNoKey, { hardwareId: 'another-machine' }), 'HARDWARE_MISMATCH', /^hardware ID mismatch$/);
+    assert.equal(verify(boundNoKey).hardwareChecked, false, 'a binding without a sealed key may be left unchecked');
+  });
+
+  it('refuses a file with encrypted_key without a hardware ID, unless the caller skips the check explicitly', () => {
+    refusedWith(() => verify(bound), 'HARDWARE_ID_REQUIRED', /^hardware ID required: the file is bound to "HW-4f2a-9c1e-ü" and carries a decryption key/);
+    const skipped = verifyLicenseFile(bound, { publicKey, now, skipHardwareCheck: true });
+    assert.equal(skipped.hardwareChecked, false);
+    assert.equal(skipped.decryptionKey, undefined);
+    // Skipping the binding skips nothing else.
+    refusedWith(() => verifyLicenseFile(bound, { publicKey, now: new Date('2027-01-01T00:00:00Z'), skipHardwareCheck: true }), 'LICENSE_EXPIRED');
+    refusedWith(() => verifyLicenseFile(forge(boundPayload as never, Buffer.alloc(32, 9)), { publicKey, now, skipHardwareCheck: true }), 'SIGNATURE_INVALID');
   });
 
   it('says "failed to decrypt license key" when the sealed key does not open', () => {

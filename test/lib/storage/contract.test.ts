@@ -267,15 +267,18 @@ forEachEngine('storage contract', (fixture) => {
   });
 
   describe('signing key', () => {
-    it('is generated once, audited once, and returned unchanged afterwards', async () => {
+    it('is generated only by ensureSigningKey, once, audited once, and returned unchanged afterwards', async () => {
       const db = await fixture.freshDatabase();
-      const first = await ensureSigningKey(db, context);
-      const second = await ensureSigningKey(db, context);
+      await assert.rejects(loadSigningKeyPair(db), (error: LicenseServerError) => error.code === 'SIGNING_KEY_MISSING', 'signing never generates a key');
+      assert.equal(await count(db, 'signing_keys'), 0);
+      const { created: firstCreated, ...first } = await ensureSigningKey(db, context);
+      const { created: secondCreated, ...second } = await ensureSigningKey(db, context);
+      assert.deepEqual([firstCreated, secondCreated], [true, false]);
       assert.deepEqual(second, first);
       assert.match(first.public_key_pem, /^-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA[A-Za-z0-9+/]{43}=\n-----END PUBLIC KEY-----\n$/);
       assert.equal(await count(db, 'signing_keys'), 1);
       assert.equal((await listAudit(db, { action: 'signing_key.created' })).length, 1);
-      const pair = await loadSigningKeyPair(db, context);
+      const pair = await loadSigningKeyPair(db);
       assert.equal(pair.secretKey.length, 32);
       assert.ok(!JSON.stringify(first).includes(Buffer.from(pair.secretKey).toString('base64')));
     });

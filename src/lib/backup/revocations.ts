@@ -1,0 +1,105 @@
+import { licenseKeyPrefix } from '../license-key.js';
+import type { Queryable } from '../storage/types.js';
+import { asIso } from '../storage/values.js';
+
+/**
+ * A restore puts back the data of the backup, but must never put back a credential that was
+ * revoked after the backup was made (docs/backup-format.md, "What a restore keeps"). What the
+ * database being replaced has revoked is read just before the swap and re-applied to the
+ * restored data inside the swap (the same PostgreSQL transaction; the SQLite snapshot before
+ * it is renamed into place), so no moment exists at which a revoked token works again:
+ *
+ * - admin tokens revoked there are revoked again, with their original revoked_at, always;
+ * - licenses and customers deactivated there but active in the backup stay deactivated,
+ *   unless the operator asks for the backup's state (`keep` false).
+ */
+export class RevocationCarry {
+  private revoked: Revoked = { adminTokens: [], licenses: [], customers: [] };
+  private carried: CarriedRevocations;
+
+  constructor(private readonly keep: boolean) {
+    this.carried = { keep, admin_tokens: [], licenses: [], customers: [] };
+  }
+
+  /** Reads the database about to be replaced (its tables must exist). */
+  async read(current: Queryable): Promise<void> {
+    this.revoked = {
+      adminTokens: (await current.query('SELECT id, token_hash, revoked_at FROM admin_tokens WHERE revoked_at IS NOT NULL ORDER BY revoked_at, id')).map((row) => ({
+        id: String(row.id),
+        tokenHash: String(row.token_hash),
+        revokedAt: asIso(row.revoked_at),
+      })),
+      licenses: (await current.query('SELECT id, updated_at FROM licenses WHERE active = ? ORDER BY id', [false])).map(deactivated),
+      customers: (await current.query('SELECT id, updated_at FROM customers WHERE active = ? ORDER BY id', [false])).map(deactivated),
+    };
+  }
+
+  /** Re-applies them to the restored data, before it becomes the live database. */
+  async apply(restored: Queryable): Promise<void> {
+    const carried: CarriedRevocations = { keep: this.keep, admin_tokens: [], licenses: [], customers: [] };
+    if (this.revoked.adminTokens.length > 0) {
+      const live = await restored.query('SELECT id, name, token_hash, token_prefix FROM admin_tokens WHERE revoked_at IS NULL');
+      for (const token of this.revoked.adminTokens) {
+        // The same secret has the same hash: match on it too, not only on the row's id.
+        const row = live.find((candidate) => String(candidate.id) === token.id || String(candidate.token_hash) === token.tokenHash);
+        if (!row) continue;
+        await restored.execute('UPDATE admin_tokens SET revoked_at = ? WHERE id = ?', [token.revokedAt, String(row.id)]);
+        carried.admin_tokens.push({ id: String(row.id), name: String(row.name), prefix: String(row.token_prefix), revoked_at: token.revokedAt });
+      }
+    }
+    if (this.revoked.licenses.length > 0) {
+      const active = new Map((await restored.query('SELECT id, license_key FROM licenses WHERE active = ?', [true])).map((row) => [String(row.id), row]));
+      for (const license of this.revoked.licenses) {
+        const row = active.get(license.id);
+        if (!row) continue;
+        if (this.keep) await restored.execute('UPDATE licenses SET active = ?, updated_at = ? WHERE id = ?', [false, license.updatedAt, license.id]);
+        carried.licenses.push({ id: license.id, key_prefix: licenseKeyPrefix(String(row.license_key)) });
+      }
+    }
+    if (this.revoked.customers.length > 0) {
+      const active = new Map((await restored.query('SELECT id, name FROM customers WHERE active = ?', [true])).map((row) => [String(row.id), row]));
+      for (const customer of this.revoked.customers) {
+        const row = active.get(customer.id);
+        if (!row) continue;
+        if (this.keep) await restored.execute('UPDATE customers SET active = ?, updated_at = ? WHERE id = ?', [false, customer.updatedAt, customer.id]);
+        carried.customers.push({ id: customer.id, name: String(row.name) });
+      }
+    }
+    this.carried = carried;
+  }
+
+  get result(): CarriedRevocations {
+    return this.carried;
+  }
+}
+
+/**
+ * What a restore carried over from the replaced database. `admin_tokens` were revoked
+ * again; `licenses` and `customers` were deactivated there and active in the backup: kept
+ * deactivated when `keep`, active again (as in the backup) otherwise.
+ */
+export interface CarriedRevocations {
+  readonly keep: boolean;
+  readonly admin_tokens: Array<{ readonly id: string; readonly name: string; readonly prefix: string; readonly revoked_at: string }>;
+  readonly licenses: Array<{ readonly id: string; readonly key_prefix: string }>;
+  readonly customers: Array<{ readonly id: string; readonly name: string }>;
+}
+
+interface Revoked {
+  readonly adminTokens: ReadonlyArray<{ readonly id: string; readonly tokenHash: string; readonly revokedAt: string }>;
+  readonly licenses: ReadonlyArray<Deactivated>;
+  readonly customers: ReadonlyArray<Deactivated>;
+}
+
+interface Deactivated {
+  readonly id: string;
+  /** When it was last changed: its deactivation, as far as the row tells. */
+  readonly updatedAt: string;
+}
+
+function deactivated(row: Record<string, unknown>): Deactivated {
+  return { id: String(row.id), updatedAt: asIso(row.updated_at) };
+}
+
+/** The tables a carry reads; a database without them (a fresh host) has nothing to carry. */
+export const CARRIED_TABLES = ['admin_tokens', 'licenses', 'customers'] as const;

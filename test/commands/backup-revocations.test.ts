@@ -1,0 +1,192 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { authenticateAdminToken } from '../../src/lib/admin-tokens.js';
+import { openDatabase } from '../../src/lib/storage/open.js';
+import { CLI, ok, runCli } from '../support/cli.js';
+import { forEachEngine } from '../support/engines.js';
+import { api, startServe } from '../support/serve.js';
+
+/**
+ * A restore never re-enables a credential revoked after the backup was made: admin tokens
+ * revoked in the replaced database stay revoked, always; licenses and customers deactivated
+ * there stay deactivated unless the operator says otherwise (--no-keep-revocations).
+ */
+forEachEngine('restore keeps revocations made after the backup', (fixture) => {
+  let work: string;
+  before(() => {
+    work = mkdtempSync(path.join(tmpdir(), 'license-revocations-'));
+  });
+  after(() => rmSync(work, { recursive: true, force: true }));
+
+  async function store(name: string) {
+    const url = await fixture.freshUrl();
+    await (await openDatabase(url)).close();
+    const env = { LICENSE_DATABASE_URL: url, LICENSE_BACKUP_PATH: path.join(work, name, 'backups') };
+    const cli = (args: string[]) => runCli(args, { env, cwd: work });
+    const accepts = async (token: string) => {
+      const db = await openDatabase(url);
+      try {
+        return (await authenticateAdminToken(db, token)) !== null;
+      } finally {
+        await db.close();
+      }
+    };
+    return { url, env, cli, accepts };
+  }
+
+  async function licensed(cli: (args: string[]) => ReturnType<typeof runCli>) {
+    const customer = ok(await cli(['customer', 'create', '--name', 'Gone Rogue Ltd', '--json'])).json();
+    const license = ok(await cli(['license', 'create', '--customer', customer.id, '--type', 'time_based', '--valid-until', '2099-01-01', '--json'])).json();
+    return { customer, license };
+  }
+
+  it('keeps an admin token revoked after the backup revoked: restore, then the token is refused by the token check and by a running serve', async () => {
+    const { env, cli, accepts } = await store('tokens');
+    const leaked = ok(await cli(['token', 'create', '--name', 'leaked', '--json'])).json();
+    const kept = ok(await cli(['token', 'create', '--name', 'kept', '--json'])).json();
+    const backup = ok(await cli(['backup', 'create', '--json'])).json();
+    const revoked = ok(await cli(['token', 'revoke', 'leaked', '--json'])).json();
+    assert.equal(await accepts(leaked.token), false);
+
+    const report = ok(await cli(['backup', 'restore', backup.backup_id, '--yes', '--json'])).json();
+    assert.equal(await accepts(leaked.token), false, 'the revoked token stays revoked');
+    assert.equal(await accepts(kept.token), true, 'a token live then and now still works');
+    assert.deepEqual(report.revocations.admin_tokens, [{ id: leaked.id, name: 'leaked', prefix: leaked.prefix, revoked_at: revoked.revoked_at }]);
+    const tokens = ok(await cli(['token', 'list', '--all', '--json'])).json();
+    assert.equal(tokens.find((t: { id: string }) => t.id === leaked.id).revoked_at, revoked.revoked_at, 'with its original revocation time');
+
+    const text = ok(await cli(['backup', 'restore', backup.backup_id, '--yes']));
+    assert.match(text.stdout, new RegExp(`kept revoked: admin token "leaked" \\(${leaked.prefix}\\)`));
+
+    const serve = await startServe({ ...env });
+    try {
+      assert.equal((await api(serve.url, 'GET', '/api/backups', { token: leaked.token })).status, 401, 'a running daemon refuses it');
+      assert.equal((await api(serve.url, 'GET', '/api/backups', { token: kept.token })).status, 200);
+    } finally {
+      await serve.stop();
+    }
+    const audit = ok(await cli(['audit', 'list', '--action', 'backup.restored', '--json'])).json();
+    assert.deepEqual(audit[0].details.revocations.admin_tokens.map((t: { name: string }) => t.name), ['leaked']);
+  });
+
+  it('keeps licenses and customers deactivated after the backup deactivated, lists them, and audits it', async () => {
+    const { cli } = await store('licenses');
+    const { customer, license } = await licensed(cli);
+    const other = await licensed(cli);
+    const backup = ok(await cli(['backup', 'create', '--json'])).json();
+    ok(await cli(['license', 'deactivate', license.id]));
+    ok(await cli(['customer', 'deactivate', customer.id]));
+
+    const report = ok(await cli(['backup', 'restore', backup.backup_id, '--yes', '--json'])).json();
+    assert.equal(ok(await cli(['license', 'show', license.id, '--json'])).json().active, false);
+    assert.equal(ok(await cli(['customer', 'show', customer.id, '--json'])).json().active, false);
+    assert.equal(report.revocations.keep, true);
+    assert.deepEqual(report.revocations.licenses, [{ id: license.id, key_prefix: license.key_prefix }]);
+    assert.deepEqual(report.revocations.customers, [{ id: customer.id, name: 'Gone Rogue Ltd' }]);
+    assert.equal(ok(await cli(['license', 'show', other.license.id, '--json'])).json().active, true, 'others as in the backup');
+    const refused = await cli(['license', 'checkout', license.id, '--ttl-days', '30', '--out', '-']);
+    assert.notEqual(refused.code, 0, 'no checkout of the deactivated license');
+    const audit = ok(await cli(['audit', 'list', '--action', 'backup.restored', '--json'])).json();
+    assert.deepEqual(audit[0].details.revocations.licenses, [{ id: license.id, key_prefix: license.key_prefix }]);
+    assert.deepEqual(audit[0].details.revocations.customers, [{ id: customer.id, name: 'Gone Rogue Ltd' }]);
+
+    const text = ok(await cli(['backup', 'restore', backup.backup_id, '--yes']));
+    assert.match(text.stdout, new RegExp(`kept deactivated: license ${license.id} \\(${license.key_prefix}\\)`));
+    assert.match(text.stdout, new RegExp(`kept deactivated: customer ${customer.id} \\(Gone Rogue Ltd\\)`));
+  });
+
+  it('restores licenses and customers as the backup has them with --no-keep-revocations, but never a revoked token', async () => {
+    const { cli, accepts } = await store('opt-out');
+    const { customer, license } = await licensed(cli);
+    const leaked = ok(await cli(['token', 'create', '--name', 'leaked', '--json'])).json();
+    const backup = ok(await cli(['backup', 'create', '--json'])).json();
+    ok(await cli(['license', 'deactivate', license.id]));
+    ok(await cli(['customer', 'deactivate', customer.id]));
+    ok(await cli(['token', 'revoke', 'leaked']));
+
+    const report = ok(await cli(['backup', 'restore', backup.backup_id, '--yes', '--no-keep-revocations', '--json'])).json();
+    assert.equal(report.revocations.keep, false);
+    assert.deepEqual(report.revocations.licenses, [{ id: license.id, key_prefix: license.key_prefix }]);
+    assert.deepEqual(report.revocations.customers, [{ id: customer.id, name: 'Gone Rogue Ltd' }]);
+    assert.equal(ok(await cli(['license', 'show', license.id, '--json'])).json().active, true, 'active again, as in the backup');
+    assert.equal(ok(await cli(['customer', 'show', customer.id, '--json'])).json().active, true);
+    assert.equal(await accepts(leaked.token), false, 'the token stays revoked regardless');
+    assert.deepEqual(report.revocations.admin_tokens.map((t: { name: string }) => t.name), ['leaked']);
+  });
+
+  it('never lets a revoked token work, not even when the restore is killed at a random moment', async () => {
+    const { url, env, cli, accepts } = await store('killed');
+    const db = await openDatabase(url);
+    try {
+      // Enough rows for a restore to take a while, so that kills land in every phase.
+      await db.transaction(async (tx) => {
+        for (let i = 0; i < 3000; i += 1) {
+          await tx.execute('INSERT INTO customers (id, name, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [randomUUID(), randomBytes(60).toString('base64'), true, new Date().toISOString(), new Date().toISOString()]);
+        }
+      });
+    } finally {
+      await db.close();
+    }
+    const leaked = ok(await cli(['token', 'create', '--name', 'leaked', '--json'])).json();
+    const backup = ok(await cli(['backup', 'create', '--json'])).json();
+    ok(await cli(['token', 'revoke', 'leaked']));
+    for (let i = 0; i < 12; i += 1) {
+      await killedAfter(['backup', 'restore', backup.backup_id, '--yes'], env, 100 + Math.floor(Math.random() * 1500));
+      assert.equal(await accepts(leaked.token), false, `after kill ${i} the revoked token works`);
+    }
+    ok(await cli(['backup', 'restore', backup.backup_id, '--yes']));
+    assert.equal(await accepts(leaked.token), false);
+  });
+
+  it('keeps revocations in a restore through the daemon (POST /api/backups/{id}/restore), and honours "keep_revocations": false', async () => {
+    const url = await fixture.freshUrl();
+    const env = { LICENSE_DATABASE_URL: url, LICENSE_BACKUP_PATH: path.join(work, 'daemon', 'backups') };
+    const serve = await startServe(env);
+    try {
+      const admin = serve.token!;
+      const call = (method: string, route: string, body?: unknown, token = admin) => api(serve.url, method, route, { token, body });
+      const leaked = ok(await runCli(['token', 'create', '--name', 'leaked', '--json'], { env, cwd: work })).json();
+      const customer = (await call('POST', '/api/customers', { name: 'Gone Rogue Ltd' })).body;
+      const license = (await call('POST', '/api/licenses', { customer_id: customer.id, type: 'time_based', valid_until: '2099-01-01' })).body;
+      const backup = (await call('POST', '/api/backups')).body;
+      ok(await runCli(['token', 'revoke', 'leaked'], { env, cwd: work }));
+      assert.equal((await call('POST', `/api/licenses/${license.id}/deactivate`)).status, 200);
+
+      const restored = await call('POST', `/api/backups/${backup.backup_id}/restore`, { confirm: backup.backup_id });
+      assert.equal(restored.status, 200, restored.text);
+      assert.equal((await call('GET', '/api/backups', undefined, leaked.token)).status, 401, 'the revoked token is refused after the restore');
+      assert.equal((await call('GET', `/api/licenses/${license.id}`)).body.active, false);
+      assert.deepEqual(restored.body.revocations.admin_tokens.map((t: { name: string }) => t.name), ['leaked']);
+      assert.deepEqual(restored.body.revocations.licenses, [{ id: license.id, key_prefix: license.key_prefix }]);
+
+      const optOut = await call('POST', `/api/backups/${backup.backup_id}/restore`, { confirm: backup.backup_id, keep_revocations: false });
+      assert.equal(optOut.status, 200, optOut.text);
+      assert.equal(optOut.body.revocations.keep, false);
+      assert.equal((await call('GET', `/api/licenses/${license.id}`)).body.active, true);
+      assert.equal((await call('GET', '/api/backups', undefined, leaked.token)).status, 401, 'still refused');
+      const wrongType = await call('POST', `/api/backups/${backup.backup_id}/restore`, { confirm: backup.backup_id, keep_revocations: 'no' });
+      assert.equal(wrongType.status, 400);
+      assert.equal(wrongType.body.error.code, 'INVALID_INPUT');
+    } finally {
+      await serve.stop();
+    }
+  });
+});
+
+/** Starts the CLI and SIGKILLs it after `afterMs`; resolves when it is gone. */
+function killedAfter(args: string[], env: Record<string, string>, afterMs: number): Promise<number | null> {
+  return new Promise((resolve) => {
+    const clean: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('LICENSE_')) clean[k] = v;
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: 'ignore' });
+    const timer = setTimeout(() => child.kill('SIGKILL'), afterMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+}

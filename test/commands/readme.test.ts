@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CLI, ok, runCli } from '../support/cli.js';
+
+/** The README is a contract too: its blocks run as written, and its claims about commands hold. */
+const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+/** The first fenced block of `language` after the line that contains `after`. */
+function block(after: string, language: string): string {
+  const start = readme.indexOf(after);
+  assert.ok(start >= 0, `README has "${after}"`);
+  const match = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(readme.slice(start));
+  assert.ok(match, `a ${language} block after "${after}"`);
+  return match[1]!;
+}
+
+function cleanEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith('LICENSE_')) env[name] = value;
+  return { ...env, ...extra };
+}
+
+describe('README.md', () => {
+  let work: string;
+  beforeEach(() => (work = mkdtempSync(path.join(tmpdir(), 'license-readme-'))));
+  afterEach(() => rmSync(work, { recursive: true, force: true }));
+
+  it('sets up a license with the setup block, run as a shell script on a fresh store', async () => {
+    const setup = block('Then set up what a license needs', 'sh');
+    ok(await runCli(['init'], { cwd: work }));
+    // `npx license-server` is the built CLI of this checkout, exactly as after `npm install`.
+    const script = `npx() { if [ "$1" = license-server ]; then shift; fi; node ${JSON.stringify(CLI)} "$@"; }\n${setup}`;
+    const run = spawnSync('sh', ['-eu', '-c', script], { cwd: work, env: cleanEnv({}), encoding: 'utf8' });
+    assert.equal(run.status, 0, `stdout: ${run.stdout}\nstderr: ${run.stderr}`);
+    const [license] = ok(await runCli(['license', 'list', '--json'], { cwd: work })).json();
+    assert.deepEqual(
+      license.entitlements.map((e: { code: string; usage_limit: number | null }) => [e.code, e.usage_limit]),
+      [['reports.export', null], ['seats', 25]],
+    );
+    assert.equal(license.has_decryption_key, true);
+    const [customer] = ok(await runCli(['customer', 'list', '--json'], { cwd: work })).json();
+    assert.equal(license.customer_id, customer.id);
+    assert.equal(customer.name, 'Acme GmbH');
+  });
+
+  it('is right that customer create prints the id alone off a terminal, and the record on one', async () => {
+    ok(await runCli(['init'], { cwd: work }));
+    const piped = ok(await runCli(['customer', 'create', '--name', 'Piped'], { cwd: work }));
+    assert.match(piped.stdout, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\n$/);
+    // script(1) gives the command a terminal for its standard output.
+    const onTerminal = spawnSync('script', ['-qec', `node ${JSON.stringify(CLI)} customer create --name Terminal`, '/dev/null'], {
+      cwd: work,
+      env: cleanEnv({}),
+      encoding: 'utf8',
+    });
+    assert.equal(onTerminal.status, 0, onTerminal.stdout + onTerminal.stderr);
+    assert.match(onTerminal.stdout, /^Created customer: [0-9a-f-]{36}\r?\nname: +Terminal\r?\nactive: +yes/m);
+  });
+
+  it('is right that every command but serve takes --json', () => {
+    assert.match(readme.replace(/\s+/g, ' '), /every command but `serve` \([^)]*\) takes `--json`/);
+    const manifest = JSON.parse(readFileSync(path.join(root, 'oclif.manifest.json'), 'utf8'));
+    const without = Object.entries(manifest.commands as Record<string, { flags: Record<string, unknown> }>)
+      .filter(([, command]) => !('json' in command.flags))
+      .map(([id]) => id);
+    assert.deepEqual(without, ['serve']);
+  });
+
+  it('is right that serve refuses --json, as a usage error', async () => {
+    const refused = await runCli(['serve', '--json'], { cwd: work });
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /^Error: Nonexistent flag: --json \(USAGE\)$/m);
+    assert.deepEqual(readdirSync(work), [], 'and starts nothing');
+  });
+
+  it('starts the daemon as its systemd unit says, and the unit\'s SIGTERM stops it with exit 0', async () => {
+    const unit = block('Running under a supervisor', 'ini');
+    const envFile = block('/etc/license-server/env', 'sh');
+    const execStart = /^ExecStart=(.+)$/m.exec(unit)![1]!.split(' ');
+    assert.deepEqual(execStart.slice(1), ['/opt/license-server/bin/run.js', 'serve'], 'node runs the bin itself, not npx');
+    const env: Record<string, string> = {};
+    for (const line of envFile.split('\n')) {
+      const match = /^(LICENSE_\w+)=(.*)$/.exec(line);
+      if (match && match[1] !== 'LICENSE_BACKUP_ENCRYPTION_KEY') env[match[1]!] = match[2]!;
+    }
+    assert.equal(env.LICENSE_DATA_DIR, '/var/lib/license-server');
+    // The clone is this checkout; the data directory and the address are the test's own.
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'run.js'), 'serve'], {
+      cwd: '/',
+      env: cleanEnv({ ...env, LICENSE_DATA_DIR: path.join(work, 'data'), LICENSE_HOST: '127.0.0.1', LICENSE_PORT: '0', LICENSE_BACKUP_ENABLED: 'false' }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', () => /^admin token/m.test(out) && resolve());
+      void exited.then((code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+    });
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+  });
+});
