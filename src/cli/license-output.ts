@@ -1,4 +1,4 @@
-import type { License } from '../lib/licenses.js';
+import type { License } from '../lib/licensing/licenses.js';
 import { formatRecord } from './output.js';
 
 export function formatLicense(license: License): string {

@@ -9,5 +9,5 @@ export { LicenseClientConfigError, defaultCacheDir } from './options.js';
 export type { Clock, LicenseClientOptions, OfflineOptions } from './options.js';
 export { deriveHardwareId } from './hardware-id.js';
 export { verifyLicenseFile } from '../lib/offline/verify.js';
-export { verifyGraceToken } from '../lib/grace-token.js';
+export { verifyGraceToken } from '../lib/licensing/grace-token.js';
 export { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';

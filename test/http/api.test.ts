@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import * as jose from 'jose';
 import { unsealDecryptionKey } from '../../src/lib/offline/binding.js';
 import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
-import { verifyGraceToken } from '../../src/lib/grace-token.js';
+import { verifyGraceToken } from '../../src/lib/licensing/grace-token.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { forEachEngine } from '../support/engines.js';
 import { api, rawRequest, startServe, type ServeProcess } from '../support/serve.js';

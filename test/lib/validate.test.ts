@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { LicenseServerError } from '../../src/lib/errors.js';
-import { generateLicenseKey } from '../../src/lib/license-key.js';
+import { generateLicenseKey } from '../../src/lib/licensing/license-key.js';
 import { describe as describeValue, parseTimestamp, parseUuid, requireNonEmpty, toRfc3339Seconds } from '../../src/lib/validate.js';
 
 const iso = (value: string, endOfDay = false) => parseTimestamp(value, 'date', { endOfDay }).toISOString();

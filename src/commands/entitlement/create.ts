@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatRecord } from '../../cli/output.js';
-import { createEntitlement, type Entitlement } from '../../lib/entitlements.js';
+import { createEntitlement, type Entitlement } from '../../lib/licensing/entitlements.js';
 
 export default class EntitlementCreate extends BaseCommand<typeof EntitlementCreate> {
   static override description = 'Create an entitlement: a licensed feature that licenses can grant.';

@@ -1,7 +1,7 @@
 import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { listEntitlements, type Entitlement } from '../../lib/entitlements.js';
+import { listEntitlements, type Entitlement } from '../../lib/licensing/entitlements.js';
 
 export default class EntitlementList extends BaseCommand<typeof EntitlementList> {
   static override description = 'List entitlements by code.';

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { setLicenseActive, type License } from '../../lib/licenses.js';
+import { setLicenseActive, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseActivate extends BaseCommand<typeof LicenseActivate> {
   static override description = 'Activate a license.';

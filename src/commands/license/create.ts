@@ -1,7 +1,7 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatLicense } from '../../cli/license-output.js';
-import { createLicense, LICENSE_TYPES, parseEntitlementGrant, type License } from '../../lib/licenses.js';
+import { createLicense, LICENSE_TYPES, parseEntitlementGrant, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
   static override description = 'Create a license for a customer; prints its id and its key.';

@@ -1,6 +1,6 @@
 import { Args } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
-import { setLicenseActive, type License } from '../../lib/licenses.js';
+import { setLicenseActive, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseDeactivate extends BaseCommand<typeof LicenseDeactivate> {
   static override description = 'Deactivate a license: it can no longer be checked out or validated.';

@@ -2,7 +2,7 @@ import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { LICENSE_TYPES, listLicenses, type License } from '../../lib/licenses.js';
+import { LICENSE_TYPES, listLicenses, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseList extends BaseCommand<typeof LicenseList> {
   static override description = 'List licenses, oldest first.';

@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatLicense } from '../../cli/license-output.js';
-import { getLicense, getLicenseDecryptionKey, type License } from '../../lib/licenses.js';
+import { getLicense, getLicenseDecryptionKey, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseShow extends BaseCommand<typeof LicenseShow> {
   static override description = 'Show one license, found by id or by license key.';

@@ -1,9 +1,9 @@
 import type { RouteDependencies } from '../app.js';
 import { listAudit } from '../../lib/audit.js';
 import { createCustomer, getCustomer, listCustomers, setCustomerActive } from '../../lib/customers.js';
-import { createEntitlement, listEntitlements } from '../../lib/entitlements.js';
+import { createEntitlement, listEntitlements } from '../../lib/licensing/entitlements.js';
 import { LicenseServerError } from '../../lib/errors.js';
-import { createLicense, getLicense, listLicenses, setLicenseActive, type EntitlementGrant } from '../../lib/licenses.js';
+import { createLicense, getLicense, listLicenses, setLicenseActive, type EntitlementGrant } from '../../lib/licensing/licenses.js';
 import { checkoutLicense } from '../../lib/offline/checkout.js';
 import { ensureSigningKey } from '../../lib/signing-key.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';

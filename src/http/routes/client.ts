@@ -1,6 +1,6 @@
 import type { RouteDependencies } from '../app.js';
-import { validateOnline } from '../../lib/online-validation.js';
-import { recordUsage } from '../../lib/usage.js';
+import { validateOnline } from '../../lib/licensing/online-validation.js';
+import { recordUsage } from '../../lib/licensing/usage.js';
 import { expectFields } from '../fields.js';
 import type { Route } from '../router.js';
 

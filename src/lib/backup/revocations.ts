@@ -1,4 +1,4 @@
-import { licenseKeyPrefix } from '../license-key.js';
+import { licenseKeyPrefix } from '../licensing/license-key.js';
 import type { Queryable } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 

@@ -1,7 +1,7 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
-import { getLicense, getLicenseDecryptionKey } from '../licenses.js';
+import { getLicense, getLicenseDecryptionKey } from '../licensing/licenses.js';
 import type { Database } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';

@@ -3,9 +3,9 @@ import { authenticateAdminToken, createAdminToken, listAdminTokens, revokeAdminT
 import { listAudit } from '../../../src/lib/audit.js';
 import type { OperationContext } from '../../../src/lib/context.js';
 import { createCustomer, getCustomer, listCustomers, setCustomerActive } from '../../../src/lib/customers.js';
-import { createEntitlement, listEntitlements } from '../../../src/lib/entitlements.js';
+import { createEntitlement, listEntitlements } from '../../../src/lib/licensing/entitlements.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
-import { createLicense, getLicense, getLicenseDecryptionKey, listLicenses, setLicenseActive } from '../../../src/lib/licenses.js';
+import { createLicense, getLicense, getLicenseDecryptionKey, listLicenses, setLicenseActive } from '../../../src/lib/licensing/licenses.js';
 import { ensureSigningKey, loadSigningKeyPair } from '../../../src/lib/signing-key.js';
 import { currentVersion, migrate, SCHEMA_VERSION } from '../../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';

@@ -1,7 +1,7 @@
-import { LicenseServerError } from './errors.js';
-import { publicKeyFromPem } from './crypto/ed25519-pem.js';
-import { verifyEd25519 } from './offline/ed25519.js';
-import type { LicenseFileEntitlement } from './offline/format.js';
+import { LicenseServerError } from '../errors.js';
+import { publicKeyFromPem } from '../crypto/ed25519-pem.js';
+import { verifyEd25519 } from '../offline/ed25519.js';
+import type { LicenseFileEntitlement } from '../offline/format.js';
 
 /**
  * The grace token (docs/grace-token.md): a JWT (RFC 7519) in compact JWS form (RFC 7515)

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { now, type OperationContext } from './context.js';
-import { isLicenseServerError, LicenseServerError } from './errors.js';
+import { now, type OperationContext } from '../context.js';
+import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { encodeGraceToken } from './grace-token.js';
 import { getLicense, getLicenseDecryptionKey, type License } from './licenses.js';
-import { parseHardwareId, sealDecryptionKey } from './offline/binding.js';
-import type { LicenseFileEntitlement } from './offline/format.js';
-import { getSigner } from './offline/signer.js';
-import type { Database, Queryable } from './storage/types.js';
-import { toRfc3339Seconds } from './validate.js';
+import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
+import type { LicenseFileEntitlement } from '../offline/format.js';
+import { getSigner } from '../offline/signer.js';
+import type { Database, Queryable } from '../storage/types.js';
+import { toRfc3339Seconds } from '../validate.js';
 
 export const INVALID_REASONS = ['LICENSE_NOT_FOUND', 'LICENSE_INACTIVE', 'CUSTOMER_INACTIVE', 'LICENSE_EXPIRED', 'LICENSE_NOT_YET_VALID'] as const;
 export type InvalidReason = (typeof INVALID_REASONS)[number];

@@ -1,15 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { recordAudit } from './audit.js';
-import { now, type OperationContext } from './context.js';
-import { getCustomer } from './customers.js';
+import { recordAudit } from '../audit.js';
+import { now, type OperationContext } from '../context.js';
+import { getCustomer } from '../customers.js';
 import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
-import { LicenseServerError } from './errors.js';
+import { LicenseServerError } from '../errors.js';
 import { generateLicenseKey, licenseKeyPrefix, normalizeLicenseKey } from './license-key.js';
-import { checkLimit, checkOffset } from './paging.js';
-import { isUniqueViolation } from './storage/errors.js';
-import type { Database, Queryable, Row, SqlValue } from './storage/types.js';
-import { asBool, asBytesOrNull, asIntOrNull, asIso } from './storage/values.js';
-import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from './validate.js';
+import { checkLimit, checkOffset } from '../paging.js';
+import { isUniqueViolation } from '../storage/errors.js';
+import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
+import { asBool, asBytesOrNull, asIntOrNull, asIso } from '../storage/values.js';
+import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from '../validate.js';
 
 export const LICENSE_TYPES = ['time_based', 'usage_based', 'hybrid'] as const;
 export type LicenseType = (typeof LICENSE_TYPES)[number];

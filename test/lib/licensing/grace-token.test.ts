@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { encodeGraceToken, verifyGraceToken, type GraceTokenClaims } from '../../src/lib/grace-token.js';
-import { publicKeyOf, signEd25519 } from '../../src/lib/offline/ed25519.js';
+import { encodeGraceToken, verifyGraceToken, type GraceTokenClaims } from '../../../src/lib/licensing/grace-token.js';
+import { publicKeyOf, signEd25519 } from '../../../src/lib/offline/ed25519.js';
 
 const secretKey = Buffer.alloc(32, 7);
 const publicKey = publicKeyOf(secretKey);

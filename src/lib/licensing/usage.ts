@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { now, type OperationContext } from './context.js';
+import { now, type OperationContext } from '../context.js';
 import { parseEntitlementCode } from './entitlements.js';
-import { LicenseServerError } from './errors.js';
-import { parseHardwareId } from './offline/binding.js';
+import { LicenseServerError } from '../errors.js';
+import { parseHardwareId } from '../offline/binding.js';
 import { checkUsable, findLicenseByKey } from './online-validation.js';
-import { isUniqueViolation } from './storage/errors.js';
-import type { Database, Queryable } from './storage/types.js';
-import { asInt, asIntOrNull } from './storage/values.js';
-import { describe, parseTimestamp, toRfc3339Seconds } from './validate.js';
+import { isUniqueViolation } from '../storage/errors.js';
+import type { Database, Queryable } from '../storage/types.js';
+import { asInt, asIntOrNull } from '../storage/values.js';
+import { describe, parseTimestamp, toRfc3339Seconds } from '../validate.js';
 
 export interface UsageReport {
   readonly license_key: unknown;

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { recordAudit } from './audit.js';
-import { now, type OperationContext } from './context.js';
-import { LicenseServerError } from './errors.js';
-import { checkLimit, checkOffset } from './paging.js';
-import { isUniqueViolation } from './storage/errors.js';
-import type { Database, Queryable, Row } from './storage/types.js';
-import { asIso } from './storage/values.js';
-import { describe, requireNonEmpty } from './validate.js';
+import { recordAudit } from '../audit.js';
+import { now, type OperationContext } from '../context.js';
+import { LicenseServerError } from '../errors.js';
+import { checkLimit, checkOffset } from '../paging.js';
+import { isUniqueViolation } from '../storage/errors.js';
+import type { Database, Queryable, Row } from '../storage/types.js';
+import { asIso } from '../storage/values.js';
+import { describe, requireNonEmpty } from '../validate.js';
 
 export interface Entitlement {
   readonly id: string;

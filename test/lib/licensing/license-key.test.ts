@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { generateLicenseKey, LICENSE_KEY_ENTROPY_BITS, licenseKeyPrefix, normalizeLicenseKey } from '../../src/lib/license-key.js';
+import { generateLicenseKey, LICENSE_KEY_ENTROPY_BITS, licenseKeyPrefix, normalizeLicenseKey } from '../../../src/lib/licensing/license-key.js';
 
 describe('license keys', () => {
   it('are seven groups of four from an alphabet without I, L, O or U, carrying at least 128 bits', () => {
