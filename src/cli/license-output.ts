@@ -1,10 +1,15 @@
 import type { License } from '../lib/licensing/licenses.js';
-import { formatRecord } from './output.js';
+import type { CheckoutRecord } from '../lib/licensing/usage-view.js';
+import { formatRecord, show } from './output.js';
 
-export function formatLicense(license: License): string {
+export function formatLicense(license: License & { recent_checkouts?: readonly CheckoutRecord[] }): string {
   const entitlements = license.entitlements.length
-    ? license.entitlements.map((e) => (e.usage_limit === null ? e.code : `${e.code} (limit ${e.usage_limit})`)).join(', ')
+    ? license.entitlements
+      .map((e) => (e.usage_limit === null ? `${e.code} (used ${e.used})` : `${e.code} (used ${e.used} of ${e.usage_limit}, ${e.remaining} left)`))
+      .join(', ')
     : '-';
+  const seats = license.max_machines === null ? 'no limit' : `${license.max_machines}${license.floating ? ` floating, lease ${license.lease_hours} h` : ''}`;
+  const metadata = Object.entries(license.metadata);
   return formatRecord([
     ['id', license.id],
     ['key', license.key],
@@ -13,8 +18,16 @@ export function formatLicense(license: License): string {
     ['active', license.active],
     ['valid from', license.valid_from],
     ['valid until', license.valid_until],
+    ['max machines', seats],
+    ...(license.machines_in_use === undefined ? [] : [['machines in use', `${license.machines_in_use}${license.max_machines === null ? '' : ` of ${license.max_machines}`}`] as const]),
     ['entitlements', entitlements],
+    ...(metadata.length ? [['metadata', metadata.map(([key, value]) => `${key}=${value}`).join(', ')] as const] : []),
     ['decryption key', license.has_decryption_key ? 'yes (see --reveal-decryption-key)' : 'no'],
     ['created', license.created_at],
+    ...(license.recent_checkouts === undefined
+      ? []
+      : [['recent checkouts', license.recent_checkouts.length === 0
+        ? '-'
+        : license.recent_checkouts.map((c) => `\n  ${show(c.checked_out_at)} by ${show(c.actor)}, ${c.hardware_id === null ? 'unbound' : `for ${show(c.hardware_id)}`}, valid until ${show(c.valid_until)}`).join('')] as const]),
   ]);
 }

@@ -57,6 +57,12 @@ export interface UsageResult {
   readonly remaining?: number | null;
 }
 
+export interface ReleaseResult {
+  /** True when the server ended this machine's lease now; false when it held none, or the license is not floating. */
+  readonly released: boolean;
+  readonly message: string;
+}
+
 export class LicenseClientError extends Error {
   override readonly name = 'LicenseClientError';
   constructor(
@@ -87,6 +93,7 @@ export class LicenseClient {
   private retryAttempt = 0;
   private retryTimer: LongTimer | undefined;
   private graceTimer: LongTimer | undefined;
+  private leaseTimer: LongTimer | undefined;
   private graceExpiredFired = false;
   private flushing: Promise<void> | undefined;
 
@@ -150,6 +157,30 @@ export class LicenseClient {
     return { accepted: false, queued: true };
   }
 
+  /**
+   * Gives a floating seat back at once (POST /api/v1/release), for an application that
+   * quits or no longer needs its license. The grace token is deleted first: it was this
+   * machine's lease, and the server counts the seat free only because the client gave it
+   * up. Offline files are kept; a seat an offline file holds stays taken until it ends.
+   * Throws LicenseClientError: SERVER_UNREACHABLE (the lease then simply runs out), or the
+   * server's error code.
+   */
+  async release(): Promise<ReleaseResult> {
+    this.leaseTimer?.cancel();
+    this.leaseTimer = undefined;
+    if (this.options.offline.enabled) await this.store.deleteGrace();
+    const reply = await postJson(
+      `${this.options.baseUrl}/api/v1/release`,
+      { license_key: this.options.licenseKey, hardware_id: this.hardwareId },
+      this.options.requestTimeout,
+    );
+    if (reply.kind === 'unreachable') {
+      throw new LicenseClientError('SERVER_UNREACHABLE', `${reply.reason}; the seat is given back when its lease runs out`);
+    }
+    if (reply.status !== 200) throw rejection(reply.body, reply.status, 'release');
+    return { released: reply.body.released === true, message: typeof reply.body.message === 'string' ? reply.body.message : '' };
+  }
+
   /** Stops every timer; the client answers nothing afterwards. */
   close(): void {
     this.closed = true;
@@ -205,6 +236,7 @@ export class LicenseClient {
       }
       await this.rememberValid(body, save);
       this.graceExpiredFired = false;
+      this.scheduleLeaseRenewal(body.lease_expires_at);
       return {
         kind: 'result',
         result: this.valid('online', body.entitlements as LicenseFileEntitlement[], body.license_id, decryptionKey),
@@ -341,6 +373,23 @@ export class LicenseClient {
     this.scheduleRetry();
   }
 
+  /**
+   * A floating seat is a lease that ends unless validated again: renew it halfway through,
+   * so that one failed attempt still leaves time for the next before the seat is lost.
+   */
+  private scheduleLeaseRenewal(leaseExpiresAt: unknown): void {
+    this.leaseTimer?.cancel();
+    this.leaseTimer = undefined;
+    const end = typeof leaseExpiresAt === 'string' ? Date.parse(leaseExpiresAt) : Number.NaN;
+    if (this.closed || Number.isNaN(end)) return;
+    const now = this.clock.now().getTime();
+    const renewAt = now + Math.max(1_000, (end - now) / 2);
+    this.leaseTimer = setTimerUntil(this.clock, renewAt, () => {
+      this.leaseTimer = undefined;
+      if (!this.closed && !this.offline) void this.validate();
+    });
+  }
+
   private scheduleGraceExpiry(expiresAt: number): void {
     this.graceTimer?.cancel();
     // When the token runs out, the chain runs again: the server may be back, or the grace is over.
@@ -353,7 +402,11 @@ export class LicenseClient {
   private async leaveOfflineMode(): Promise<void> {
     if (!this.offline) return;
     this.offline = false;
-    this.clearTimers();
+    // The lease timer stays: the answer that brought the client back online just set it.
+    this.retryTimer?.cancel();
+    this.graceTimer?.cancel();
+    this.retryTimer = undefined;
+    this.graceTimer = undefined;
     this.callbacks.onOfflineModeExit?.();
     await this.flushQueue();
   }
@@ -389,8 +442,10 @@ export class LicenseClient {
   private clearTimers(): void {
     this.retryTimer?.cancel();
     this.graceTimer?.cancel();
+    this.leaseTimer?.cancel();
     this.retryTimer = undefined;
     this.graceTimer = undefined;
+    this.leaseTimer = undefined;
   }
 
   private valid(source: Tier, entitlements: readonly LicenseFileEntitlement[], licenseId: string, decryptionKey: Uint8Array | undefined): ValidationResult {
@@ -428,11 +483,11 @@ function failureOf(tier: Tier, error: unknown): TierFailure {
   return { tier, code: 'INTERNAL', message: error instanceof Error ? error.message : String(error) };
 }
 
-function rejection(body: Record<string, unknown>, status: number): LicenseClientError {
+function rejection(body: Record<string, unknown>, status: number, what = 'report'): LicenseClientError {
   const error = body.error as { code?: unknown; message?: unknown } | undefined;
   return new LicenseClientError(
     typeof error?.code === 'string' ? error.code : `HTTP_${status}`,
-    typeof error?.message === 'string' ? error.message : `the server refused the report (HTTP ${status})`,
+    typeof error?.message === 'string' ? error.message : `the server refused the ${what} (HTTP ${status})`,
   );
 }
 

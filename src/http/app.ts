@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
-import { authenticateAdminToken } from '../lib/admin-tokens.js';
+import { authenticateAdminToken, scopeAllows, type AuthenticatedAdmin, type Scope } from '../lib/admin-tokens.js';
 import type { Settings } from '../lib/config/resolve.js';
 import { LicenseServerError } from '../lib/errors.js';
 import { describe } from '../lib/validate.js';
@@ -14,6 +14,7 @@ import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
 import type { Notifier } from '../lib/notifications/notifier.js';
 import { adminRoutes } from './routes/admin.js';
+import { lifecycleRoutes } from './routes/lifecycle.js';
 import { adminPageRoutes } from './routes/admin-page.js';
 import { backupRoutes } from './routes/backups.js';
 import { clientRoutes } from './routes/client.js';
@@ -114,6 +115,7 @@ export function createApp(deps: AppDependencies): App {
     let routePath = 'unmatched';
     // Absent until known: public routes have none, admin routes only once the token checked out.
     let actor: string | undefined;
+    let scopes: readonly Scope[] = [];
     let stream: Readable | undefined;
     response.setHeader('X-Request-Id', requestId);
     inFlight += 1;
@@ -176,14 +178,21 @@ export function createApp(deps: AppDependencies): App {
             throw new LicenseServerError('RATE_LIMITED', `too many requests from this address; retry in ${wait} s`);
           }
         } else if (route.access === 'admin') {
-          actor = await authenticate(request, deps);
+          const admin = await authenticate(request, deps);
+          actor = admin.actor;
+          scopes = admin.scopes;
+          const needed = route.scope ?? 'admin';
+          if (needed !== 'any' && !scopeAllows(admin.scopes, needed)) {
+            throw new LicenseServerError('TOKEN_SCOPE', `this route needs a token with the scope "${needed}"; this one has ${admin.scopes.map((scope) => `"${scope}"`).join(', ')}`);
+          }
         }
-        const body = route.method === 'POST' ? await readJsonObject(request, timeoutMs) : {};
+        const body = route.method !== 'GET' ? await readJsonObject(request, timeoutMs) : {};
         const reply = await route.handle({
           params: match.params,
           query: new URLSearchParams(search),
           body,
           actor: actor ?? `client:${peer}`,
+          scopes,
           accept: String(request.headers.accept ?? ''),
         });
         if ('stream' in reply) stream = reply.stream;
@@ -221,16 +230,16 @@ export function createApp(deps: AppDependencies): App {
 }
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
+  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
 }
 
-async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<string> {
+async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<AuthenticatedAdmin> {
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer ([\x21-\x7e]{1,512})$/i.exec(header) : null;
   if (!match) throw new LicenseServerError('UNAUTHORIZED', 'an admin bearer token is required');
   const admin = await authenticateAdminToken(deps.state.db, match[1]!, { bootstrapToken: deps.state.config.settings.adminToken, clock: deps.clock });
   if (!admin) throw new LicenseServerError('UNAUTHORIZED', 'the bearer token is not valid');
-  return admin.actor;
+  return admin;
 }
 
 function send(request: IncomingMessage, response: ServerResponse, reply: Reply): void {

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { Scope } from '../lib/admin-tokens.js';
 import { LicenseServerError } from '../lib/errors.js';
 
 export interface RequestContext {
@@ -8,6 +9,8 @@ export interface RequestContext {
   readonly body: Record<string, unknown>;
   /** `token:<name>` for admin routes, `client:<address>` for client routes. */
   readonly actor: string;
+  /** The scopes of the admin token on admin routes; empty elsewhere. */
+  readonly scopes: readonly Scope[];
   readonly accept: string;
 }
 
@@ -17,12 +20,16 @@ export type Reply =
   | { readonly status?: number; readonly raw: string | Buffer; readonly contentType: string; readonly headers?: Record<string, string> };
 
 export type Access = 'admin' | 'client' | 'public';
+/** An admin route's scope; `any` takes any valid token (GET /api/whoami). */
+export type RouteScope = Scope | 'any';
 
 export interface Route {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'PATCH';
   /** Segments; `:name` captures one. */
   readonly path: string;
   readonly access: Access;
+  /** Admin routes: the scope a token needs (see Scope); a route without one needs `admin`. */
+  readonly scope?: RouteScope;
   handle(context: RequestContext): Promise<Reply>;
 }
 

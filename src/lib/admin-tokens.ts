@@ -7,9 +7,38 @@ import type { Database, Queryable, Row } from './storage/types.js';
 import { asIso, asIsoOrNull } from './storage/values.js';
 import { describe, isUuid, requireNonEmpty } from './validate.js';
 
+/**
+ * What a token may do. `read`: lists and shows; `licenses`: create and change customers,
+ * entitlements, licenses and machines, and check licenses out; `backups`: create, list,
+ * download and validate backups; `restore`: restore a backup, the one operation that
+ * replaces every record, so it is granted on its own; `admin`: everything, including
+ * notification settings. docs/http-api.md gives each route's scope.
+ */
+export const SCOPES = ['read', 'licenses', 'backups', 'restore', 'admin'] as const;
+export type Scope = (typeof SCOPES)[number];
+
+export function parseScopes(values: readonly string[]): Scope[] {
+  if (values.length === 0) throw new LicenseServerError('INVALID_SCOPE', 'a token needs at least one scope');
+  const scopes = new Set<Scope>();
+  for (const value of values) {
+    if (!(SCOPES as readonly string[]).includes(value)) {
+      throw new LicenseServerError('INVALID_SCOPE', `unknown scope ${describe(value)}; the scopes are ${SCOPES.join(', ')}`);
+    }
+    scopes.add(value as Scope);
+  }
+  return SCOPES.filter((scope) => scopes.has(scope));
+}
+
+/** Whether a token with `scopes` may use a route that needs `needed`; `admin` covers all. */
+export function scopeAllows(scopes: readonly Scope[], needed: Scope): boolean {
+  return scopes.includes('admin') || scopes.includes(needed);
+}
+
 export interface AdminToken {
   readonly id: string;
   readonly name: string;
+  readonly scopes: readonly Scope[];
+  readonly expires_at: string | null;
   /** The token's first characters, enough to recognise it in a list; never enough to use it. */
   readonly prefix: string;
   readonly created_by: string;
@@ -27,19 +56,42 @@ export interface IssuedAdminToken {
 /** `lsat_` marks our tokens so secret scanners and people can recognise a leaked one. */
 const TOKEN_PREFIX = 'lsat_';
 const SHOWN_PREFIX_LENGTH = TOKEN_PREFIX.length + 6;
-const COLUMNS = 'id, name, token_prefix, created_by, created_at, last_used_at, revoked_at';
+const COLUMNS = 'id, name, scopes, expires_at, token_prefix, created_by, created_at, last_used_at, revoked_at';
 
-export async function createAdminToken(db: Database, input: { name: string }, context: OperationContext): Promise<IssuedAdminToken> {
+export interface NewAdminToken {
+  readonly name: string;
+  /** Default: `admin`, what every token could do before scopes existed. */
+  readonly scopes?: readonly string[];
+  /** From now; default: never expires. */
+  readonly expiresInMs?: number;
+}
+
+/**
+ * Names are never reused, even after a revocation, so `token:<name>` in the audit log always
+ * names one token.
+ */
+export async function createAdminToken(db: Database, input: NewAdminToken, context: OperationContext): Promise<IssuedAdminToken> {
   const name = requireNonEmpty(input.name, 'token name', 100);
+  const scopes = parseScopes(input.scopes ?? ['admin']);
+  const at = now(context);
+  const expiresAt = input.expiresInMs === undefined ? null : new Date(at.getTime() + input.expiresInMs).toISOString();
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const id = randomUUID();
   try {
     const record = await db.transaction(async (tx) => {
+      if ((await tx.query('SELECT 1 FROM admin_tokens WHERE name = ?', [name])).length > 0) {
+        throw new LicenseServerError('TOKEN_NAME_EXISTS', `a token named ${describe(name)} exists or existed; names are never reused`);
+      }
       await tx.execute(
-        `INSERT INTO admin_tokens (id, name, token_hash, token_prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
-        [id, name, hashToken(token), token.slice(0, SHOWN_PREFIX_LENGTH), context.actor, now(context).toISOString()],
+        `INSERT INTO admin_tokens (id, name, scopes, expires_at, token_hash, token_prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        [id, name, scopes.join(' '), expiresAt, hashToken(token), token.slice(0, SHOWN_PREFIX_LENGTH), context.actor, at.toISOString()],
       );
-      await recordAudit(tx, context, { action: 'token.created', entityType: 'admin_token', entityId: id, details: { name } });
+      await recordAudit(tx, context, {
+        action: 'token.created',
+        entityType: 'admin_token',
+        entityId: id,
+        details: { name, scopes, expires_at: expiresAt },
+      });
       return getToken(tx, id);
     });
     return { token, record };
@@ -73,10 +125,14 @@ export async function revokeAdminToken(db: Database, reference: string, context:
 }
 
 export interface AuthenticatedAdmin {
-  /** `token:<name>`, the actor recorded in the audit log. */
+  /** `token:<name>`, the actor recorded in the audit log; `config:admin_token` for LICENSE_ADMIN_TOKEN. */
   readonly actor: string;
   readonly tokenId: string | null;
+  readonly scopes: readonly Scope[];
 }
+
+/** The actor of the token configured as `admin_token`: not `token:`, so no stored token's name can collide with it. */
+export const CONFIGURED_TOKEN_ACTOR = 'config:admin_token';
 
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -94,20 +150,24 @@ export async function authenticateAdminToken(
   if (typeof presented !== 'string' || presented.length === 0 || presented.length > 512) return null;
   const presentedHash = Buffer.from(hashToken(presented), 'hex');
   if (options.bootstrapToken && timingSafeEqual(presentedHash, Buffer.from(hashToken(options.bootstrapToken), 'hex'))) {
-    return { actor: 'token:bootstrap', tokenId: null };
+    return { actor: CONFIGURED_TOKEN_ACTOR, tokenId: null, scopes: ['admin'] };
   }
-  const rows = await db.query('SELECT id, name, token_hash, last_used_at FROM admin_tokens WHERE token_hash = ? AND revoked_at IS NULL', [
+  const rows = await db.query('SELECT id, name, scopes, expires_at, token_hash, last_used_at FROM admin_tokens WHERE token_hash = ? AND revoked_at IS NULL', [
     presentedHash.toString('hex'),
   ]);
   const row = rows[0];
   if (!row || !timingSafeEqual(Buffer.from(String(row.token_hash), 'hex'), presentedHash)) return null;
   const at = options.clock ? options.clock() : new Date();
+  const expiresAt = asIsoOrNull(row.expires_at);
+  if (expiresAt !== null && Date.parse(expiresAt) <= at.getTime()) {
+    throw new LicenseServerError('TOKEN_EXPIRED', `the token ${describe(String(row.name))} expired at ${expiresAt}`);
+  }
   const lastUsed = row.last_used_at === null ? 0 : Date.parse(asIso(row.last_used_at));
   // A write per request would cost more than the request; a minute's resolution is enough.
   if (at.getTime() - lastUsed >= LAST_USED_RESOLUTION_MS) {
     await db.execute('UPDATE admin_tokens SET last_used_at = ? WHERE id = ?', [at.toISOString(), String(row.id)]);
   }
-  return { actor: `token:${String(row.name)}`, tokenId: String(row.id) };
+  return { actor: `token:${String(row.name)}`, tokenId: String(row.id), scopes: storedScopes(row.scopes) };
 }
 
 function hashToken(token: string): string {
@@ -117,10 +177,16 @@ async function getToken(db: Queryable, id: string): Promise<AdminToken> {
   const rows = await db.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE id = ?`, [id]);
   return toToken(rows[0]!);
 }
+function storedScopes(value: unknown): Scope[] {
+  return String(value).split(' ').filter((scope): scope is Scope => (SCOPES as readonly string[]).includes(scope));
+}
+
 function toToken(row: Row): AdminToken {
   return {
     id: String(row.id),
     name: String(row.name),
+    scopes: storedScopes(row.scopes),
+    expires_at: asIsoOrNull(row.expires_at),
     prefix: String(row.token_prefix),
     created_by: String(row.created_by),
     created_at: asIso(row.created_at),
@@ -136,8 +202,11 @@ function toToken(row: Row): AdminToken {
  */
 export async function bootstrapAdminToken(db: Database, context: OperationContext): Promise<string | undefined> {
   if ((await listAdminTokens(db)).length > 0) return undefined;
+  // Names are never reused: after the first bootstrap token was revoked, the next is bootstrap-2.
+  const earlier = await db.query("SELECT count(*) AS n FROM admin_tokens WHERE name = 'bootstrap' OR name LIKE 'bootstrap-%'");
+  const count = Number(earlier[0]?.n ?? 0);
   try {
-    return (await createAdminToken(db, { name: 'bootstrap' }, context)).token;
+    return (await createAdminToken(db, { name: count === 0 ? 'bootstrap' : `bootstrap-${count + 1}`, scopes: ['admin'] }, context)).token;
   } catch (error) {
     if (error instanceof LicenseServerError && error.code === 'TOKEN_NAME_EXISTS') return undefined;
     throw error;

@@ -66,6 +66,8 @@ export const ERROR_TABLE = {
     http: 401,
     hint: 'Send "Authorization: Bearer <token>" with a token from `license-server token create`.',
   },
+  TOKEN_EXPIRED: { exit: EXIT.usage, http: 401, hint: 'The token has passed its expiry; create a new one with `license-server token create`.' },
+  INVALID_SCOPE: { exit: EXIT.usage, http: 400, hint: 'The scopes are read, licenses, backups, restore and admin.' },
   ROUTE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'See docs/http-api.md for the routes.' },
   METHOD_NOT_ALLOWED: { exit: EXIT.usage, http: 405, hint: 'The Allow header lists the methods of this route.' },
   REQUEST_TIMEOUT: { exit: EXIT.usage, http: 408, hint: 'Send the whole request within the server\'s request timeout.' },
@@ -83,6 +85,7 @@ export const ERROR_TABLE = {
     hint: 'List entitlements with `license-server entitlement list`.',
   },
   LICENSE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List licenses with `license-server license list`.' },
+  MACHINE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List machines with `license-server machine list --license ID`.' },
   TOKEN_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List tokens with `license-server token list`.' },
   SIGNING_KEY_MISSING: {
     exit: EXIT.notFound,
@@ -105,6 +108,17 @@ export const ERROR_TABLE = {
     hint: 'This license carries a decryption key, which is only ever sealed to one machine: pass --hardware-id.',
   },
   USAGE_LIMIT_EXCEEDED: { exit: EXIT.refused, http: 422, hint: 'The entitlement\'s usage limit would be exceeded.' },
+  MACHINE_LIMIT_EXCEEDED: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'Every seat of the license is taken: deactivate a machine (`license-server machine deactivate`) or raise --max-machines.',
+  },
+  MACHINE_DEACTIVATED: { exit: EXIT.refused, http: 422, hint: 'Activate the machine again with `license-server machine activate`.' },
+  TOKEN_SCOPE: {
+    exit: EXIT.refused,
+    http: 403,
+    hint: 'This token\'s scopes do not cover the route; use a token with the scope that docs/http-api.md names for it.',
+  },
   WEBHOOK_ADDRESS_REFUSED: {
     exit: EXIT.refused,
     http: 422,

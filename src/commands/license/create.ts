@@ -1,12 +1,14 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatLicense } from '../../cli/license-output.js';
+import { parseLeaseHours, parseMaxMachines, parseMetadataPairs } from '../../lib/licensing/license-terms.js';
 import { createLicense, LICENSE_TYPES, parseEntitlementGrant, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
   static override description = 'Create a license for a customer; prints its id and its key.';
   static override examples = [
     '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --entitlement reports.export --entitlement seats:25 --with-decryption-key',
+    '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --max-machines 5 --floating --lease-hours 2',
   ];
   static override flags = {
     customer: Flags.string({ description: 'Customer id (UUID).', required: true }),
@@ -15,6 +17,10 @@ export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
     'valid-from': Flags.string({ description: 'Start of validity (default: now).' }),
     entitlement: Flags.string({ description: 'CODE or CODE:LIMIT; repeat for several.', multiple: true, default: [] }),
     'with-decryption-key': Flags.boolean({ description: 'Give the license a random 32-byte decryption key.', default: false }),
+    'max-machines': Flags.string({ description: 'How many machines may use it at once (default: no limit).' }),
+    floating: Flags.boolean({ description: 'Seats move between machines as leases (needs --max-machines).', default: false }),
+    'lease-hours': Flags.string({ description: 'Floating: hours a seat stays taken without an online validation (1-720).', default: '1' }),
+    metadata: Flags.string({ description: 'KEY=VALUE for your own systems; repeat for several.', multiple: true, default: [] }),
   };
 
   async run(): Promise<License> {
@@ -30,6 +36,10 @@ export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
           validUntil: flags['valid-until'],
           entitlements,
           withDecryptionKey: flags['with-decryption-key'],
+          ...(flags['max-machines'] === undefined ? {} : { maxMachines: parseMaxMachines(flags['max-machines']) }),
+          floating: flags.floating,
+          leaseHours: parseLeaseHours(flags['lease-hours']),
+          metadata: parseMetadataPairs(flags.metadata),
         },
         this.operationContext(),
       ),

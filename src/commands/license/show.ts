@@ -1,10 +1,12 @@
 import { Args, Flags } from '@oclif/core';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatLicense } from '../../cli/license-output.js';
-import { getLicense, getLicenseDecryptionKey, type License } from '../../lib/licensing/licenses.js';
+import { now } from '../../lib/context.js';
+import { getLicenseDecryptionKey } from '../../lib/licensing/licenses.js';
+import { getLicenseView, type LicenseView } from '../../lib/licensing/usage-view.js';
 
 export default class LicenseShow extends BaseCommand<typeof LicenseShow> {
-  static override description = 'Show one license, found by id or by license key.';
+  static override description = 'Show one license, found by id or by license key, with its usage, its machines in use and its newest checkouts.';
   static override args = { license: Args.string({ description: 'License id (UUID) or license key.', required: true }) };
   static override flags = {
     'reveal-decryption-key': Flags.boolean({
@@ -13,10 +15,10 @@ export default class LicenseShow extends BaseCommand<typeof LicenseShow> {
     }),
   };
 
-  async run(): Promise<License & { decryption_key?: string | null }> {
+  async run(): Promise<LicenseView & { decryption_key?: string | null }> {
     const reveal = this.flags['reveal-decryption-key'];
     const [license, key] = await this.withDatabase(async (db) => {
-      const found = await getLicense(db, this.args.license);
+      const found = await getLicenseView(db, this.args.license, now(this.operationContext()));
       return [found, reveal ? await getLicenseDecryptionKey(db, found.id) : undefined] as const;
     });
     this.say(formatLicense(license));

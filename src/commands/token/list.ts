@@ -13,7 +13,9 @@ export default class TokenList extends BaseCommand<typeof TokenList> {
       formatTable(tokens, [
         { header: 'ID', value: (t) => t.id },
         { header: 'NAME', value: (t) => t.name },
+        { header: 'SCOPES', value: (t) => t.scopes.join(' ') },
         { header: 'PREFIX', value: (t) => `${t.prefix}...` },
+        { header: 'EXPIRES', value: (t) => t.expires_at },
         { header: 'CREATED', value: (t) => t.created_at },
         { header: 'LAST USED', value: (t) => t.last_used_at },
         { header: 'REVOKED', value: (t) => t.revoked_at },

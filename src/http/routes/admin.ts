@@ -1,9 +1,11 @@
 import type { RouteDependencies } from '../app.js';
 import { listAudit } from '../../lib/audit.js';
-import { createCustomer, getCustomer, listCustomers, setCustomerActive } from '../../lib/customers.js';
+import { createCustomer, listCustomers, setCustomerActive } from '../../lib/customers.js';
 import { createEntitlement, listEntitlements } from '../../lib/licensing/entitlements.js';
 import { LicenseServerError } from '../../lib/errors.js';
-import { createLicense, getLicense, listLicenses, setLicenseActive, type EntitlementGrant } from '../../lib/licensing/licenses.js';
+import { createLicense, listLicenses, setLicenseActive } from '../../lib/licensing/licenses.js';
+import { getCustomerSummary, getLicenseView } from '../../lib/licensing/usage-view.js';
+import { asGrants } from './lifecycle.js';
 import { checkoutLicense } from '../../lib/offline/checkout.js';
 import { ensureSigningKey } from '../../lib/signing-key.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
@@ -14,17 +16,20 @@ import type { Route } from '../router.js';
 export function adminRoutes(deps: RouteDependencies): Route[] {
   const { clock } = deps;
   const context = (actor: string) => ({ actor, clock });
+  const now = () => clock();
   return [
     {
       method: 'GET',
       path: '/api/signing-key',
       access: 'admin',
+      scope: 'read',
       handle: async ({ actor }) => ({ json: { public_key_pem: (await ensureSigningKey(deps.db, context(actor))).public_key_pem } }),
     },
     {
       method: 'POST',
       path: '/api/licenses/:id/checkout',
       access: 'admin',
+      scope: 'licenses',
       handle: async ({ params, body, actor, accept }) => {
         expectFields(body, ['ttl_days'], ['hardware_id']);
         const id = parseUuid(params.id!, 'license id');
@@ -53,6 +58,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/customers',
       access: 'admin',
+      scope: 'read',
       handle: async ({ query }) => {
         const q = expectQuery(query, ['active', 'limit', 'offset']);
         return { json: await listCustomers(deps.db, { active: queryBoolean(q.active, 'active'), limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
@@ -62,16 +68,18 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'POST',
       path: '/api/customers',
       access: 'admin',
+      scope: 'licenses',
       handle: async ({ body, actor }) => {
         expectFields(body, ['name']);
         return { status: 201, json: await createCustomer(deps.db, { name: asString(body.name, 'name') }, context(actor)) };
       },
     },
-    { method: 'GET', path: '/api/customers/:id', access: 'admin', handle: async ({ params }) => ({ json: await getCustomer(deps.db, params.id!) }) },
+    { method: 'GET', path: '/api/customers/:id', access: 'admin', scope: 'read', handle: async ({ params }) => ({ json: await getCustomerSummary(deps.db, params.id!, now()) }) },
     ...(['activate', 'deactivate'] as const).map((verb): Route => ({
       method: 'POST',
       path: `/api/customers/:id/${verb}`,
       access: 'admin',
+      scope: 'licenses',
       handle: async ({ params, body, actor }) => {
         expectFields(body, []);
         return { json: await setCustomerActive(deps.db, params.id!, verb === 'activate', context(actor)) };
@@ -81,6 +89,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/entitlements',
       access: 'admin',
+      scope: 'read',
       handle: async ({ query }) => {
         const q = expectQuery(query, ['limit', 'offset']);
         return { json: await listEntitlements(deps.db, { limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
@@ -90,6 +99,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'POST',
       path: '/api/entitlements',
       access: 'admin',
+      scope: 'licenses',
       handle: async ({ body, actor }) => {
         expectFields(body, ['code', 'name']);
         return { status: 201, json: await createEntitlement(deps.db, { code: asString(body.code, 'code'), name: asString(body.name, 'name') }, context(actor)) };
@@ -99,6 +109,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/licenses',
       access: 'admin',
+      scope: 'read',
       handle: async ({ query }) => {
         const q = expectQuery(query, ['customer_id', 'active', 'type', 'limit', 'offset']);
         return {
@@ -116,8 +127,9 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'POST',
       path: '/api/licenses',
       access: 'admin',
+      scope: 'licenses',
       handle: async ({ body, actor }) => {
-        expectFields(body, ['customer_id', 'type', 'valid_until'], ['valid_from', 'entitlements', 'with_decryption_key']);
+        expectFields(body, ['customer_id', 'type', 'valid_until'], ['valid_from', 'entitlements', 'with_decryption_key', 'max_machines', 'floating', 'lease_hours', 'metadata']);
         const license = await createLicense(
           deps.db,
           {
@@ -125,8 +137,12 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
             type: asString(body.type, 'type'),
             validFrom: body.valid_from === undefined ? undefined : asString(body.valid_from, 'valid_from'),
             validUntil: asString(body.valid_until, 'valid_until'),
-            entitlements: asGrants(body.entitlements),
+            entitlements: body.entitlements === undefined ? undefined : asGrants(body.entitlements, 'entitlements'),
             withDecryptionKey: asOptionalBoolean(body.with_decryption_key, 'with_decryption_key'),
+            ...(body.max_machines === undefined ? {} : { maxMachines: body.max_machines as number | null }),
+            ...(body.floating === undefined ? {} : { floating: asOptionalBoolean(body.floating, 'floating')! }),
+            ...(body.lease_hours === undefined ? {} : { leaseHours: body.lease_hours as number }),
+            ...(body.metadata === undefined ? {} : { metadata: body.metadata as Record<string, string> }),
           },
           context(actor),
         );
@@ -137,13 +153,15 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/licenses/:id',
       access: 'admin',
+      scope: 'read',
       // By id only: a license key in a URL would end up in proxy and access logs.
-      handle: async ({ params }) => ({ json: await getLicense(deps.db, parseUuid(params.id!, 'license id')) }),
+      handle: async ({ params }) => ({ json: await getLicenseView(deps.db, parseUuid(params.id!, 'license id'), now()) }),
     },
     ...(['activate', 'deactivate'] as const).map((verb): Route => ({
       method: 'POST',
       path: `/api/licenses/:id/${verb}`,
       access: 'admin',
+      scope: 'licenses',
       handle: async ({ params, body, actor }) => {
         expectFields(body, []);
         return { json: await setLicenseActive(deps.db, parseUuid(params.id!, 'license id'), verb === 'activate', context(actor)) };
@@ -153,6 +171,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/audit',
       access: 'admin',
+      scope: 'read',
       handle: async ({ query }) => {
         const q = expectQuery(query, ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until', 'limit']);
         return {
@@ -184,18 +203,4 @@ function asOptionalBoolean(value: unknown, name: string): boolean | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'boolean') throw new LicenseServerError('INVALID_INPUT', `${name} must be true or false`);
   return value;
-}
-
-function asGrants(value: unknown): EntitlementGrant[] | undefined {
-  if (value === undefined) return undefined;
-  if (!Array.isArray(value) || value.length > 1000) throw new LicenseServerError('INVALID_INPUT', 'entitlements must be an array');
-  return value.map((entry) => {
-    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-      throw new LicenseServerError('INVALID_INPUT', 'each entitlement must be an object with "code" and optionally "usage_limit"');
-    }
-    expectFields(entry as Record<string, unknown>, ['code'], ['usage_limit']);
-    const { code, usage_limit: limit } = entry as Record<string, unknown>;
-    if (limit !== undefined && limit !== null && typeof limit !== 'number') throw new LicenseServerError('INVALID_INPUT', 'usage_limit must be an integer or null');
-    return { code: asString(code, 'entitlement code'), usageLimit: (limit as number | null | undefined) ?? null };
-  });
 }

@@ -24,6 +24,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/backups',
       access: 'admin',
+      scope: 'backups',
       handle: async () => {
         const { listBackups } = await import('../../lib/backup/repository.js');
         const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
@@ -34,6 +35,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       method: 'POST',
       path: '/api/backups',
       access: 'admin',
+      scope: 'backups',
       handle: async ({ body, actor }) => {
         expectFields(body, []);
         const { runBackup } = await import('../backup-runner.js');
@@ -54,6 +56,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/api/backups/:backup_id/download',
       access: 'admin',
+      scope: 'backups',
       handle: async ({ params, actor }) => {
         const { resolveBackup } = await import('../../lib/backup/repository.js');
         const id = knownId(params.backup_id!);
@@ -73,6 +76,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       method: 'POST',
       path: '/api/backups/:backup_id/validate',
       access: 'admin',
+      scope: 'backups',
       handle: async ({ params, body, actor }) => {
         expectFields(body, []);
         const id = knownId(params.backup_id!);
@@ -95,6 +99,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       method: 'POST',
       path: '/api/backups/:backup_id/restore',
       access: 'admin',
+      scope: 'restore',
       handle: async ({ params, body, actor }) => {
         // A missing confirm is the same refusal as a wrong one: the guard was not given.
         expectFields(body, [], ['confirm', 'keep_revocations']);

@@ -8,7 +8,8 @@ import { generateLicenseKey, licenseKeyPrefix, normalizeLicenseKey } from './lic
 import { checkLimit, checkOffset } from '../paging.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
-import { asBool, asBytesOrNull, asIntOrNull, asIso } from '../storage/values.js';
+import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
+import { parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
 import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from '../validate.js';
 
 export const LICENSE_TYPES = ['time_based', 'usage_based', 'hybrid'] as const;
@@ -18,6 +19,10 @@ export interface LicenseEntitlement {
   readonly code: string;
   readonly name: string;
   readonly usage_limit: number | null;
+  /** Counted by usage reports (POST /api/v1/usage). */
+  readonly used: number;
+  /** What is left of the limit; null when there is none. */
+  readonly remaining: number | null;
 }
 
 export interface License {
@@ -32,6 +37,16 @@ export interface License {
   readonly valid_from: string;
   readonly valid_until: string;
   readonly has_decryption_key: boolean;
+  /** How many machines may hold a seat at once; null: no limit. */
+  readonly max_machines: number | null;
+  /** Seats move between machines as leases (see machines.ts) instead of staying with one. */
+  readonly floating: boolean;
+  /** How long a floating lease lasts without an online validation renewing it. */
+  readonly lease_hours: number;
+  /** Machines holding a seat now (see machines.ts); only on a license read with its seats. */
+  readonly machines_in_use?: number;
+  /** The vendor's own key/value pairs, for their systems; never in a .lic file. */
+  readonly metadata: Readonly<Record<string, string>>;
   /** Sorted by code (code point order, the same on every engine). */
   readonly entitlements: readonly LicenseEntitlement[];
   readonly created_at: string;
@@ -50,6 +65,10 @@ export interface NewLicense {
   readonly validUntil: Date | string;
   readonly entitlements?: readonly EntitlementGrant[];
   readonly withDecryptionKey?: boolean;
+  readonly maxMachines?: number | null;
+  readonly floating?: boolean;
+  readonly leaseHours?: number;
+  readonly metadata?: Readonly<Record<string, string>>;
 }
 
 export function parseLicenseType(type: string): LicenseType {
@@ -98,6 +117,13 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
     if (seen.has(grant.code)) throw new LicenseServerError('INVALID_INPUT', `entitlement ${describe(grant.code)} is given twice`);
     seen.add(grant.code);
   }
+  const maxMachines = input.maxMachines === undefined ? null : parseMaxMachines(input.maxMachines);
+  const floating = input.floating ?? false;
+  const leaseHours = parseLeaseHours(input.leaseHours ?? 1);
+  const metadata = dropEmpty(parseMetadata(input.metadata ?? {}));
+  if (floating && maxMachines === null) {
+    throw new LicenseServerError('INVALID_INPUT', 'a floating license needs --max-machines: its seats are what the machines share');
+  }
   const decryptionKey = input.withDecryptionKey ? randomBytes(32) : null;
 
   for (let attempt = 1; ; attempt += 1) {
@@ -110,9 +136,11 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
         for (const grant of grants) resolved.push({ entitlement: await getEntitlementByCode(tx, grant.code), usageLimit: grant.usageLimit });
         const stamp = at.toISOString();
         await tx.execute(
-          `INSERT INTO licenses (id, license_key, customer_id, type, active, valid_from, valid_until, decryption_key, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [id, key, customerId, type, true, validFrom.toISOString(), validUntil.toISOString(), decryptionKey, stamp, stamp],
+          `INSERT INTO licenses (id, license_key, customer_id, type, active, valid_from, valid_until, decryption_key,
+             max_machines, floating, lease_hours, metadata, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          [id, key, customerId, type, true, validFrom.toISOString(), validUntil.toISOString(), decryptionKey,
+            maxMachines, floating, leaseHours, JSON.stringify(metadata), stamp, stamp],
         );
         for (const { entitlement, usageLimit } of resolved) {
           await tx.execute('INSERT INTO license_entitlements (license_id, entitlement_id, usage_limit) VALUES (?, ?, ?)', [
@@ -131,6 +159,10 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
             valid_until: validUntil.toISOString(),
             entitlements: grants.map((grant) => ({ code: grant.code, usage_limit: grant.usageLimit })),
             has_decryption_key: decryptionKey !== null,
+            max_machines: maxMachines,
+            floating,
+            ...(floating ? { lease_hours: leaseHours } : {}),
+            ...(Object.keys(metadata).length ? { metadata } : {}),
           },
         });
         return getLicense(tx, id);
@@ -143,7 +175,12 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
   }
 }
 
-function toDate(value: Date | string, what: string, endOfDay: boolean): Date {
+/** Empty values mean "remove" in an update; a new license simply does not store them. */
+export function dropEmpty(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(metadata).filter(([, value]) => value !== ''));
+}
+
+export function toDate(value: Date | string, what: string, endOfDay: boolean): Date {
   if (value instanceof Date) {
     if (Number.isNaN(value.getTime())) throw new LicenseServerError('INVALID_DATE', `${what} is not a valid date`);
     return value;
@@ -153,14 +190,18 @@ function toDate(value: Date | string, what: string, endOfDay: boolean): Date {
 
 const SELECT = `SELECT l.id, l.license_key, l.customer_id, c.name AS customer_name, c.active AS customer_active,
   l.type, l.active, l.valid_from, l.valid_until, l.decryption_key IS NOT NULL AS has_decryption_key,
-  l.created_at, l.updated_at
+  l.max_machines, l.floating, l.lease_hours, l.metadata, l.created_at, l.updated_at
   FROM licenses l JOIN customers c ON c.id = l.customer_id`;
 
-/** Finds a license by its id or by its key (typed loosely: case, spaces and look-alikes forgiven). */
-export async function getLicense(db: Queryable, reference: string): Promise<License> {
+/**
+ * Finds a license by its id or by its key (typed loosely: case, spaces and look-alikes
+ * forgiven). `seatsAt` also counts the machines holding a seat at that time, a query the
+ * validation hot path does without.
+ */
+export async function getLicense(db: Queryable, reference: string, options: { seatsAt?: Date } = {}): Promise<License> {
   const rows = await db.query(`${SELECT} WHERE ${licenseWhere(reference)}`, [licenseParam(reference)]);
   if (!rows[0]) throw new LicenseServerError('LICENSE_NOT_FOUND', `no license matches ${describeReference(reference)}`);
-  const [license] = await withEntitlements(db, rows);
+  const [license] = await withEntitlements(db, rows, options.seatsAt);
   return license!;
 }
 
@@ -180,7 +221,7 @@ export interface LicenseFilter {
 }
 
 /** Oldest first, so that paging with offset is stable while licenses are added. */
-export async function listLicenses(db: Queryable, filter: LicenseFilter = {}): Promise<License[]> {
+export async function listLicenses(db: Queryable, filter: LicenseFilter = {}, seatsAt: Date = new Date()): Promise<License[]> {
   const where: string[] = [];
   const params: SqlValue[] = [];
   if (filter.customerId !== undefined) {
@@ -201,7 +242,7 @@ export async function listLicenses(db: Queryable, filter: LicenseFilter = {}): P
     `${SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY l.created_at, l.id LIMIT ${limit} OFFSET ${offset}`,
     params,
   );
-  return withEntitlements(db, rows);
+  return withEntitlements(db, rows, seatsAt);
 }
 
 /** Activates or deactivates; audited only when the state actually changes. */
@@ -240,20 +281,34 @@ function describeReference(reference: string): string {
 
 const IN_CHUNK = 500;
 
-async function withEntitlements(db: Queryable, rows: Row[]): Promise<License[]> {
+async function withEntitlements(db: Queryable, rows: Row[], seatsAt?: Date): Promise<License[]> {
   const byLicense = new Map<string, LicenseEntitlement[]>();
+  const seats = new Map<string, number>();
   const ids = rows.map((row) => String(row.id));
   for (let i = 0; i < ids.length; i += IN_CHUNK) {
     const chunk = ids.slice(i, i + IN_CHUNK);
+    const marks = chunk.map(() => '?').join(', ');
     const grants = await db.query(
-      `SELECT le.license_id, e.code, e.name, le.usage_limit FROM license_entitlements le
-       JOIN entitlements e ON e.id = le.entitlement_id WHERE le.license_id IN (${chunk.map(() => '?').join(', ')})`,
+      `SELECT le.license_id, e.code, e.name, le.usage_limit, le.used FROM license_entitlements le
+       JOIN entitlements e ON e.id = le.entitlement_id WHERE le.license_id IN (${marks})`,
       chunk,
     );
     for (const grant of grants) {
       const list = byLicense.get(String(grant.license_id)) ?? [];
-      list.push({ code: String(grant.code), name: String(grant.name), usage_limit: asIntOrNull(grant.usage_limit) });
+      const limit = asIntOrNull(grant.usage_limit);
+      const used = asInt(grant.used);
+      list.push({ code: String(grant.code), name: String(grant.name), usage_limit: limit, used, remaining: limit === null ? null : Math.max(0, limit - used) });
       byLicense.set(String(grant.license_id), list);
+    }
+    if (seatsAt) {
+      const stamp = seatsAt.toISOString();
+      const counts = await db.query(
+        `SELECT m.license_id, count(*) AS used FROM machines m JOIN licenses l ON l.id = m.license_id
+         WHERE m.license_id IN (${marks}) AND ((m.active = ? AND l.floating = ?) OR m.lease_expires_at > ? OR m.offline_until > ?)
+         GROUP BY m.license_id`,
+        [...chunk, true, false, stamp, stamp],
+      );
+      for (const count of counts) seats.set(String(count.license_id), Number(count.used));
     }
   }
   return rows.map((row) => {
@@ -271,6 +326,11 @@ async function withEntitlements(db: Queryable, rows: Row[]): Promise<License[]> 
       valid_from: asIso(row.valid_from),
       valid_until: asIso(row.valid_until),
       has_decryption_key: asBool(row.has_decryption_key),
+      max_machines: asIntOrNull(row.max_machines),
+      floating: asBool(row.floating),
+      lease_hours: asInt(row.lease_hours),
+      ...(seatsAt ? { machines_in_use: seats.get(String(row.id)) ?? 0 } : {}),
+      metadata: asJson(row.metadata) as Record<string, string>,
       entitlements,
       created_at: asIso(row.created_at),
       updated_at: asIso(row.updated_at),

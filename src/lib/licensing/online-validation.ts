@@ -4,12 +4,16 @@ import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { encodeGraceToken } from './grace-token.js';
 import { getLicense, getLicenseDecryptionKey, type License } from './licenses.js';
 import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
+import { admitMachine, releaseLease } from './machines.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
 import { getSigner } from '../offline/signer.js';
 import type { Database, Queryable } from '../storage/types.js';
 import { toRfc3339Seconds } from '../validate.js';
 
-export const INVALID_REASONS = ['LICENSE_NOT_FOUND', 'LICENSE_INACTIVE', 'CUSTOMER_INACTIVE', 'LICENSE_EXPIRED', 'LICENSE_NOT_YET_VALID'] as const;
+export const INVALID_REASONS = [
+  'LICENSE_NOT_FOUND', 'LICENSE_INACTIVE', 'CUSTOMER_INACTIVE', 'LICENSE_EXPIRED', 'LICENSE_NOT_YET_VALID',
+  'MACHINE_LIMIT_EXCEEDED', 'MACHINE_DEACTIVATED',
+] as const;
 export type InvalidReason = (typeof INVALID_REASONS)[number];
 
 export interface ValidAnswer {
@@ -24,6 +28,10 @@ export interface ValidAnswer {
   readonly encrypted_key?: string;
   readonly grace_token: string;
   readonly grace_expires_at: string;
+  /** The machine (license, hardware ID) this validation was counted for. */
+  readonly machine_id: string;
+  /** Floating licenses only: the seat is this machine's until then unless validated again. */
+  readonly lease_expires_at?: string;
   readonly server_time: string;
 }
 
@@ -46,6 +54,8 @@ export interface ValidationRequest {
   readonly license_key: unknown;
   readonly hardware_id: unknown;
   readonly version: unknown;
+  /** Optional: a name for the machine, shown in `machine list`. */
+  readonly machine_name?: unknown;
 }
 
 /**
@@ -54,31 +64,37 @@ export interface ValidationRequest {
  */
 export async function validateOnline(db: Database, request: ValidationRequest, context: OnlineContext): Promise<ValidationAnswer> {
   const hardwareId = parseHardwareId(request.hardware_id);
-  parseVersion(request.version);
+  const version = parseVersion(request.version);
+  const machineName = request.machine_name === undefined ? undefined : parseMachineName(request.machine_name);
   if (typeof request.license_key !== 'string') {
     throw new LicenseServerError('INVALID_INPUT', 'license_key must be a string');
   }
   const at = now(context);
   const serverTime = toRfc3339Seconds(at);
   const signer = await getSigner(db);
-  // One transaction: the license, its entitlements and its key are read as one snapshot, and
-  // under load the reads of many validations share one lock round (see SqliteDatabase).
-  const read = await db.transaction(async (tx) => {
+  // One transaction: the license, its machine and its key are read and the seat taken as one
+  // step, and under load the work of many validations shares one lock round (SqliteDatabase).
+  const outcome = await db.transaction(async (tx) => {
     const license = await findLicenseByKey(tx, request.license_key as string);
-    const decryptionKey = license?.has_decryption_key ? await getLicenseDecryptionKey(tx, license.id) : null;
-    return { license, decryptionKey };
+    if (!license) return { refusal: { reason: 'LICENSE_NOT_FOUND' as const, message: 'no license has this key' } };
+    const unusable = checkUsable(license, at);
+    if (unusable) return { refusal: unusable };
+    const admission = await admitMachine(tx, db.engine, license, {
+      hardwareId,
+      clientVersion: version,
+      ...(machineName === undefined ? {} : { name: machineName }),
+      leaseUntil: graceEnd(license, at, context.graceHours),
+    }, context);
+    if (!admission.admitted) return { refusal: { reason: admission.reason, message: admission.message } };
+    const decryptionKey = license.has_decryption_key ? await getLicenseDecryptionKey(tx, license.id) : null;
+    return { license, admission, decryptionKey };
   });
-  const { license, decryptionKey } = read;
-  const refusal = license ? checkUsable(license, at) : { reason: 'LICENSE_NOT_FOUND' as const, message: 'no license has this key' };
-  if (refusal || !license) {
-    decryptionKey?.fill(0);
-    return { valid: false, ...refusal!, server_time: serverTime };
-  }
+  if (!outcome.license) return { valid: false, ...outcome.refusal, server_time: serverTime };
+  const { license, admission, decryptionKey } = outcome;
 
   const entitlements = license.entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit }));
   const issuedAt = Math.floor(at.getTime() / 1000);
-  const licenseEnd = Math.floor(Date.parse(license.valid_until) / 1000);
-  const expires = Math.min(issuedAt + context.graceHours * 3600, licenseEnd);
+  const expires = Math.floor(admission.leaseExpiresAt!.getTime() / 1000);
   const graceToken = encodeGraceToken(
     {
       iss: context.issuer,
@@ -108,10 +124,51 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
     ...(decryptionKey ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
     grace_token: graceToken,
     grace_expires_at: toRfc3339Seconds(new Date(expires * 1000)),
+    machine_id: admission.machine.id,
+    ...(license.floating ? { lease_expires_at: toRfc3339Seconds(new Date(expires * 1000)) } : {}),
     server_time: serverTime,
   };
   decryptionKey?.fill(0);
   return answer;
+}
+
+/**
+ * Where the grace token issued now ends, to the second: `grace.hours` on, never past the
+ * license's end, and on a floating license never past its lease (the token is the lease).
+ */
+function graceEnd(license: License, at: Date, graceHours: number): Date {
+  const hours = license.floating ? Math.min(graceHours, license.lease_hours) : graceHours;
+  const end = Math.min(Math.floor(at.getTime() / 1000) + hours * 3600, Math.floor(Date.parse(license.valid_until) / 1000));
+  return new Date(end * 1000);
+}
+
+export interface ReleaseAnswer {
+  /** True when a running lease of this machine was ended now. */
+  readonly released: boolean;
+  readonly message: string;
+  readonly server_time: string;
+}
+
+/**
+ * A floating seat given back (the client's `release()`): the lease ends now, and the seat is
+ * free unless an offline file still holds it. Asking twice, or for a machine without a
+ * lease, answers released: false; a license that is not floating keeps its machines' seats
+ * until an operator deactivates them. A malformed or unknown key answers LICENSE_NOT_FOUND,
+ * as validation does.
+ */
+export async function releaseSeat(db: Database, request: { license_key: unknown; hardware_id: unknown }, context: OperationContext): Promise<ReleaseAnswer> {
+  const hardwareId = parseHardwareId(request.hardware_id);
+  if (typeof request.license_key !== 'string') throw new LicenseServerError('INVALID_INPUT', 'license_key must be a string');
+  const serverTime = toRfc3339Seconds(now(context));
+  return db.transaction(async (tx) => {
+    const license = await findLicenseByKey(tx, request.license_key as string);
+    if (!license) throw new LicenseServerError('LICENSE_NOT_FOUND', 'no license has this key');
+    if (!license.floating) {
+      return { released: false, message: 'the license is not floating: a machine keeps its seat until it is deactivated', server_time: serverTime };
+    }
+    const released = await releaseLease(tx, license, hardwareId, context);
+    return { released, message: released ? 'the lease has ended; the seat is free' : 'this machine held no lease', server_time: serverTime };
+  });
 }
 
 /** The license with this key, or undefined for a malformed or unknown one. */
@@ -137,6 +194,13 @@ export function checkUsable(license: License, at: Date): { reason: InvalidReason
     return { reason: 'LICENSE_EXPIRED', message: `the license expired at ${toRfc3339Seconds(new Date(license.valid_until))}` };
   }
   return undefined;
+}
+
+function parseMachineName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0 || name.length > 200 || /[\u0000-\u001f\u007f]/.test(name)) {
+    throw new LicenseServerError('INVALID_INPUT', 'machine_name must be a string of 1-200 characters without control characters');
+  }
+  return name.normalize('NFC');
 }
 
 function parseVersion(version: unknown): string {

@@ -76,14 +76,19 @@ export function unsealDecryptionKey(encryptedKey: string, hardwareId: string, li
   }
 }
 
-/** A hardware ID as accepted at checkout and by verification: 1-256 characters, no controls. */
+/**
+ * A hardware ID as accepted at checkout, validation and verification: well-formed Unicode
+ * without control characters, normalised to NFC (so the composed and decomposed forms of
+ * "é" name one machine and derive one binding key), then 1-256 bytes of UTF-8.
+ */
 export function parseHardwareId(value: unknown): string {
   if (typeof value !== 'string') {
     throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be a string, got ${value === null ? 'null' : typeof value}`);
   }
   if (value.length === 0) throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not be empty');
+  // Checked before normalising, which would only make a very long string longer.
   if (value.length > MAX_HARDWARE_ID_LENGTH) {
-    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be at most ${MAX_HARDWARE_ID_LENGTH} characters, got ${value.length}`);
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be at most ${MAX_HARDWARE_ID_LENGTH} bytes, got ${value.length} characters`);
   }
   if (/[\u0000-\u001f\u007f-\u009f]/.test(value)) {
     throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not contain control characters');
@@ -91,5 +96,10 @@ export function parseHardwareId(value: unknown): string {
   if (hasLoneSurrogate(value)) {
     throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must be well-formed Unicode text');
   }
-  return value;
+  const normalised = value.normalize('NFC');
+  const bytes = Buffer.byteLength(normalised, 'utf8');
+  if (bytes > MAX_HARDWARE_ID_LENGTH) {
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be at most ${MAX_HARDWARE_ID_LENGTH} bytes of UTF-8, got ${bytes}`);
+  }
+  return normalised;
 }

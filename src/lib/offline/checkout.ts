@@ -2,6 +2,7 @@ import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { getLicense, getLicenseDecryptionKey } from '../licensing/licenses.js';
+import { admitMachine } from '../licensing/machines.js';
 import type { Database } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
@@ -47,7 +48,9 @@ export function parseTtlDays(value: unknown): number {
  * 2. a license with a decryption key needs a hardware ID (HARDWARE_ID_REQUIRED);
  * 3. license and customer must both be active;
  * 4. the checkout is audited, in the same transaction that reads the license;
- * 5. the decryption key, if any, is sealed for the hardware ID.
+ * 5. a bound file is counted as a machine of the license (machines.ts), which holds its seat
+ *    until the file ends; a license with max_machines needs a hardware ID;
+ * 6. the decryption key, if any, is sealed for the hardware ID.
  * The file starts being valid at the license's own valid_from, not at checkout time, so a
  * client whose clock runs a little behind the server's can use a file at once.
  * Everything is checked before anything is written: a refused checkout leaves no trace.
@@ -78,6 +81,11 @@ export async function checkoutLicense(
     if (decryptionKey && hardwareId === undefined) {
       throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} has a decryption key, so a hardware_id is required`);
     }
+    if (license.max_machines !== null && hardwareId === undefined) {
+      throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} limits its machines to ${license.max_machines}, so a hardware_id is required`, {
+        hint: 'A file without a hardware ID would run on any number of machines: pass --hardware-id.',
+      });
+    }
     const validUntil = new Date(Math.min(issuedAt.getTime() + ttlDays * DAY_MS, licenseEnd.getTime()));
     const validFrom = new Date(license.valid_from);
     if (validUntil.getTime() <= validFrom.getTime()) {
@@ -86,6 +94,14 @@ export async function checkoutLicense(
         `license not yet valid: it starts at ${toRfc3339Seconds(validFrom)}, after a file of ${ttlDays} days would end`,
         { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
       );
+    }
+    if (hardwareId !== undefined) {
+      // The machine holds its seat until the file ends, whatever happens online meanwhile.
+      const admission = await admitMachine(tx, db.engine, license, { hardwareId, offlineUntil: validUntil }, context);
+      if (!admission.admitted) {
+        decryptionKey?.fill(0);
+        throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
+      }
     }
     const payload: LicenseFilePayload = {
       version: LICENSE_FILE_VERSION,

@@ -50,12 +50,13 @@ export function verifyLicenseFile(file: string | Uint8Array, options: VerifyOpti
     }
     return { payload, hardwareChecked: false };
   }
-  if (options.hardwareId !== payload.hardware_id) {
+  // One machine, whichever Unicode form its ID arrives in (files from this server carry NFC).
+  if (options.hardwareId.normalize('NFC') !== payload.hardware_id.normalize('NFC')) {
     const detail = payload.encrypted_key === undefined ? '' : ': failed to decrypt license key';
     throw new LicenseServerError('HARDWARE_MISMATCH', `hardware ID mismatch${detail}`);
   }
   if (payload.encrypted_key === undefined) return { payload, hardwareChecked: true };
-  const decryptionKey = unsealDecryptionKey(payload.encrypted_key, options.hardwareId, payload.license_id);
+  const decryptionKey = unsealDecryptionKey(payload.encrypted_key, payload.hardware_id, payload.license_id);
   return { payload, hardwareChecked: true, decryptionKey };
 }
 

@@ -1,0 +1,145 @@
+import type { RouteDependencies } from '../app.js';
+import { LicenseServerError } from '../../lib/errors.js';
+import { renewLicense, updateLicense, type LicenseUpdate } from '../../lib/licensing/license-changes.js';
+import type { EntitlementGrant } from '../../lib/licensing/licenses.js';
+import { deactivateMachine, getMachine, listMachines, reactivateMachine } from '../../lib/licensing/machines.js';
+import { listUsageRecords } from '../../lib/licensing/usage-view.js';
+import { parseTimestamp, parseUuid } from '../../lib/validate.js';
+import { expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
+import type { Route } from '../router.js';
+
+/** The admin API of the license lifecycle: changes, renewals, usage, machines, and who is asking. */
+export function lifecycleRoutes(deps: RouteDependencies): Route[] {
+  const { clock } = deps;
+  const context = (actor: string) => ({ actor, clock });
+  return [
+    {
+      method: 'GET',
+      path: '/api/whoami',
+      access: 'admin',
+      scope: 'any',
+      // The admin page asks this to hide what the signed-in token cannot do.
+      handle: async ({ actor, scopes }) => ({ json: { actor, scopes } }),
+    },
+    {
+      method: 'PATCH',
+      path: '/api/licenses/:id',
+      access: 'admin',
+      scope: 'licenses',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, [], ['valid_from', 'valid_until', 'max_machines', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata']);
+        const update: LicenseUpdate = {
+          ...(body.valid_from === undefined ? {} : { validFrom: asString(body.valid_from, 'valid_from') }),
+          ...(body.valid_until === undefined ? {} : { validUntil: asString(body.valid_until, 'valid_until') }),
+          ...(body.max_machines === undefined ? {} : { maxMachines: body.max_machines as number | null }),
+          ...(body.lease_hours === undefined ? {} : { leaseHours: body.lease_hours as number }),
+          ...(body.add_entitlements === undefined ? {} : { addEntitlements: asGrants(body.add_entitlements, 'add_entitlements') }),
+          ...(body.remove_entitlements === undefined ? {} : { removeEntitlements: asCodes(body.remove_entitlements) }),
+          ...(body.set_limits === undefined ? {} : { setLimits: asGrants(body.set_limits, 'set_limits') }),
+          ...(body.metadata === undefined ? {} : { metadata: body.metadata as Record<string, string> }),
+        };
+        const change = await updateLicense(deps.db, parseUuid(params.id!, 'license id'), update, context(actor));
+        return { json: change };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/licenses/:id/renew',
+      access: 'admin',
+      scope: 'licenses',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, [], ['by', 'until']);
+        if ((body.by === undefined) === (body.until === undefined)) {
+          throw new LicenseServerError('INVALID_INPUT', 'give exactly one of "by" (such as "365d") and "until" (a date)');
+        }
+        const renewal = body.by !== undefined ? { by: asString(body.by, 'by') } : { until: asString(body.until, 'until') };
+        return { json: await renewLicense(deps.db, parseUuid(params.id!, 'license id'), renewal, context(actor)) };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/licenses/:id/usage',
+      access: 'admin',
+      scope: 'read',
+      handle: async ({ params, query }) => {
+        const q = expectQuery(query, ['since', 'limit']);
+        return {
+          json: await listUsageRecords(deps.db, parseUuid(params.id!, 'license id'), {
+            ...(q.since === undefined ? {} : { since: parseTimestamp(q.since, 'since') }),
+            ...(q.limit === undefined ? {} : { limit: queryInteger(q.limit, 'limit')! }),
+          }),
+        };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/machines',
+      access: 'admin',
+      scope: 'read',
+      handle: async ({ query }) => {
+        const q = expectQuery(query, ['license_id', 'holding_seat', 'limit', 'offset']);
+        const holding = queryBoolean(q.holding_seat, 'holding_seat');
+        return {
+          json: await listMachines(deps.db, {
+            ...(q.license_id === undefined ? {} : { licenseId: q.license_id }),
+            ...(holding === undefined ? {} : { holdingSeat: holding }),
+            ...(q.limit === undefined ? {} : { limit: queryInteger(q.limit, 'limit')! }),
+            ...(q.offset === undefined ? {} : { offset: queryInteger(q.offset, 'offset')! }),
+          }, clock()),
+        };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/machines/:id',
+      access: 'admin',
+      scope: 'read',
+      handle: async ({ params }) => ({ json: await getMachine(deps.db, params.id!, clock()) }),
+    },
+    {
+      method: 'POST',
+      path: '/api/machines/:id/deactivate',
+      access: 'admin',
+      scope: 'licenses',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, []);
+        return { json: await deactivateMachine(deps.db, params.id!, context(actor)) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/machines/:id/activate',
+      access: 'admin',
+      scope: 'licenses',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, []);
+        return { json: await reactivateMachine(deps.db, deps.db.engine, params.id!, context(actor)) };
+      },
+    },
+  ];
+}
+
+function asString(value: unknown, name: string): string {
+  if (typeof value !== 'string') throw new LicenseServerError('INVALID_INPUT', `${name} must be a string`);
+  return value;
+}
+
+function asCodes(value: unknown): string[] {
+  if (!Array.isArray(value) || value.length > 1000 || !value.every((code) => typeof code === 'string')) {
+    throw new LicenseServerError('INVALID_INPUT', 'remove_entitlements must be an array of entitlement codes');
+  }
+  return value as string[];
+}
+
+export function asGrants(value: unknown, name: string): EntitlementGrant[] {
+  if (!Array.isArray(value) || value.length > 1000) throw new LicenseServerError('INVALID_INPUT', `${name} must be an array`);
+  return value.map((entry) => {
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+      throw new LicenseServerError('INVALID_INPUT', `each entry of ${name} must be an object with "code" and optionally "usage_limit"`);
+    }
+    expectFields(entry as Record<string, unknown>, ['code'], ['usage_limit']);
+    const { code, usage_limit: limit } = entry as Record<string, unknown>;
+    if (limit !== undefined && limit !== null && typeof limit !== 'number') throw new LicenseServerError('INVALID_INPUT', 'usage_limit must be an integer or null');
+    return { code: asString(code, 'entitlement code'), usageLimit: (limit as number | null | undefined) ?? null };
+  });
+}

@@ -1,0 +1,334 @@
+import { randomUUID } from 'node:crypto';
+import { recordAudit } from '../audit.js';
+import { now, type OperationContext } from '../context.js';
+import { LicenseServerError } from '../errors.js';
+import { checkLimit, checkOffset } from '../paging.js';
+import type { Database, Engine, Queryable, Row, SqlValue } from '../storage/types.js';
+import { asBool, asIso, asIsoOrNull } from '../storage/values.js';
+import { describe, parseUuid } from '../validate.js';
+
+/**
+ * A machine is one (license, hardware ID) pair: recorded the first time it validates online
+ * or is checked out to a file, and the unit that `max_machines` counts.
+ *
+ * A machine holds one of its license's seats while any of these is true:
+ * - it is active and the license is node-locked (not floating);
+ * - its lease runs: `lease_expires_at` is the end of the newest grace token it was given
+ *   (on a floating license, that token's end is the lease's end);
+ * - an offline file checked out for it is still valid (`offline_until`).
+ * So a seat is never free while something signed for that machine could still be used
+ * offline, and the limit holds against files and tokens already in the wild.
+ */
+export interface Machine {
+  readonly id: string;
+  readonly license_id: string;
+  readonly hardware_id: string;
+  readonly name: string | null;
+  readonly client_version: string | null;
+  readonly active: boolean;
+  readonly holds_seat: boolean;
+  readonly first_seen: string;
+  readonly last_seen: string;
+  readonly lease_expires_at: string | null;
+  readonly offline_until: string | null;
+  readonly deactivated_at: string | null;
+}
+
+/** What of a license decides how its seats are counted. */
+export interface SeatPolicy {
+  readonly id: string;
+  readonly max_machines: number | null;
+  readonly floating: boolean;
+  readonly lease_hours: number;
+}
+
+export type AdmissionRefusal = 'MACHINE_LIMIT_EXCEEDED' | 'MACHINE_DEACTIVATED';
+
+export type Admission =
+  | { readonly admitted: true; readonly machine: Machine; readonly leaseExpiresAt: Date | null }
+  | { readonly admitted: false; readonly reason: AdmissionRefusal; readonly message: string };
+
+export interface AdmissionRequest {
+  readonly hardwareId: string;
+  readonly clientVersion?: string;
+  readonly name?: string;
+  /** A grace token about to be issued ends here: the seat is held until then. */
+  readonly leaseUntil?: Date;
+  /** An offline file about to be issued ends here: the seat is held until then. */
+  readonly offlineUntil?: Date;
+}
+
+/**
+ * Bookkeeping a validation can skip: last_seen and the lease are written at most once a
+ * minute per machine, so a busy machine costs a read, not a write, per validation. A lease
+ * not written is not extended: the token issued then ends where the stored lease ends.
+ */
+export const BOOKKEEPING_RESOLUTION_MS = 60_000;
+
+const COLUMNS = `m.id, m.license_id, m.hardware_id, m.name, m.client_version, m.active, m.first_seen, m.last_seen,
+  m.lease_expires_at, m.offline_until, m.deactivated_at, l.floating`;
+const FROM = 'FROM machines m JOIN licenses l ON l.id = m.license_id';
+
+/**
+ * Admits a machine to a license inside the caller's transaction, or says why not. Only a
+ * machine that does not already hold a seat is counted against `max_machines`, and that
+ * count runs under a lock on the license's row (PostgreSQL: SELECT ... FOR UPDATE; SQLite's
+ * transactions hold the database's write lock), so processes admitting machines at the same
+ * moment can never take more seats than the limit.
+ */
+export async function admitMachine(
+  tx: Queryable,
+  engine: Engine,
+  license: SeatPolicy,
+  request: AdmissionRequest,
+  context: OperationContext,
+): Promise<Admission> {
+  const at = now(context);
+  let row = await findMachineRow(tx, license.id, request.hardwareId);
+  if (row && !asBool(row.active)) return deactivated(row);
+  if (!(row && holdsSeat(row, license.floating, at)) && license.max_machines !== null) {
+    if (engine === 'postgres') await tx.query('SELECT id FROM licenses WHERE id = ? FOR UPDATE', [license.id]);
+    // Under the lock, what another process committed meanwhile is visible: look again.
+    row = await findMachineRow(tx, license.id, request.hardwareId);
+    if (row && !asBool(row.active)) return deactivated(row);
+    if (!(row && holdsSeat(row, license.floating, at))) {
+      const used = await countSeats(tx, license, at);
+      if (used >= license.max_machines) {
+        return {
+          admitted: false,
+          reason: 'MACHINE_LIMIT_EXCEEDED',
+          message: `all ${license.max_machines} machine${license.max_machines === 1 ? '' : 's'} of this license are in use`,
+        };
+      }
+    }
+  }
+  const leaseUntil = request.leaseUntil ?? null;
+  if (!row) {
+    const id = randomUUID();
+    const stamp = at.toISOString();
+    const inserted = await tx.execute(
+      `INSERT INTO machines (id, license_id, hardware_id, name, client_version, active, first_seen, last_seen, lease_expires_at, offline_until)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (license_id, hardware_id) DO NOTHING`,
+      [id, license.id, request.hardwareId, request.name ?? null, request.clientVersion ?? null, true, stamp, stamp,
+        leaseUntil?.toISOString() ?? null, request.offlineUntil?.toISOString() ?? null],
+    );
+    if (inserted === 1) {
+      await recordAudit(tx, context, {
+        action: 'machine.activated',
+        entityType: 'machine',
+        entityId: id,
+        details: { license_id: license.id, hardware_id: request.hardwareId, name: request.name ?? null, client_version: request.clientVersion ?? null },
+      });
+      const machine = await getMachineRow(tx, id);
+      return { admitted: true, machine: toMachine(machine, at), leaseExpiresAt: leaseUntil };
+    }
+    // A license without a limit takes no lock: another validation of this machine won the insert.
+    row = (await findMachineRow(tx, license.id, request.hardwareId))!;
+    if (!asBool(row.active)) return deactivated(row);
+  }
+  return touch(tx, row, request, at);
+}
+
+async function touch(tx: Queryable, row: Row, request: AdmissionRequest, at: Date): Promise<Admission> {
+  const lastSeen = Date.parse(asIso(row.last_seen));
+  const lease = asIsoOrNull(row.lease_expires_at);
+  const offline = asIsoOrNull(row.offline_until);
+  const wanted = request.leaseUntil?.getTime();
+  const extendsLease = wanted !== undefined && (lease === null || wanted - Date.parse(lease) >= BOOKKEEPING_RESOLUTION_MS);
+  const extendsOffline = request.offlineUntil !== undefined && (offline === null || request.offlineUntil.getTime() > Date.parse(offline));
+  const changes: string[] = [];
+  const params: SqlValue[] = [];
+  if (extendsLease) changes.push('lease_expires_at = ?'), params.push(new Date(wanted).toISOString());
+  if (extendsOffline) changes.push('offline_until = ?'), params.push(request.offlineUntil!.toISOString());
+  if (request.clientVersion !== undefined && request.clientVersion !== row.client_version) changes.push('client_version = ?'), params.push(request.clientVersion);
+  if (request.name !== undefined && request.name !== row.name) changes.push('name = ?'), params.push(request.name);
+  if (changes.length > 0 || at.getTime() - lastSeen >= BOOKKEEPING_RESOLUTION_MS) {
+    await tx.execute(`UPDATE machines SET ${[...changes, 'last_seen = ?'].join(', ')} WHERE id = ?`, [...params, at.toISOString(), String(row.id)]);
+    row = await getMachineRow(tx, String(row.id));
+  }
+  // Not extended: the token ends where the stored lease does, never later than recorded.
+  const leaseExpiresAt = wanted === undefined ? null : extendsLease ? new Date(wanted) : new Date(Math.min(wanted, Date.parse(lease!)));
+  return { admitted: true, machine: toMachine(row, at), leaseExpiresAt };
+}
+
+function deactivated(row: Row): Admission {
+  return {
+    admitted: false,
+    reason: 'MACHINE_DEACTIVATED',
+    message: `this machine was deactivated for the license at ${asIsoOrNull(row.deactivated_at) ?? 'an unknown time'}`,
+  };
+}
+
+function holdsSeat(row: Row, floating: boolean, at: Date): boolean {
+  const stamp = at.getTime();
+  if (asBool(row.active) && !floating) return true;
+  const lease = asIsoOrNull(row.lease_expires_at);
+  const offline = asIsoOrNull(row.offline_until);
+  return (lease !== null && Date.parse(lease) > stamp) || (offline !== null && Date.parse(offline) > stamp);
+}
+
+/** Seats in use now, by the rule in the comment on Machine. */
+export async function countSeats(db: Queryable, license: Pick<SeatPolicy, 'id' | 'floating'>, at: Date): Promise<number> {
+  const stamp = at.toISOString();
+  const held = license.floating ? 'lease_expires_at > ? OR offline_until > ?' : 'active = ? OR lease_expires_at > ? OR offline_until > ?';
+  const rows = await db.query<{ used: unknown }>(`SELECT count(*) AS used FROM machines WHERE license_id = ? AND (${held})`, [
+    license.id,
+    ...(license.floating ? [] : [true]),
+    stamp,
+    stamp,
+  ]);
+  return Number(rows[0]?.used ?? 0);
+}
+
+async function findMachineRow(db: Queryable, licenseId: string, hardwareId: string): Promise<Row | undefined> {
+  const rows = await db.query(`SELECT ${COLUMNS} ${FROM} WHERE m.license_id = ? AND m.hardware_id = ?`, [licenseId, hardwareId]);
+  return rows[0];
+}
+
+async function getMachineRow(db: Queryable, id: string): Promise<Row> {
+  const rows = await db.query(`SELECT ${COLUMNS} ${FROM} WHERE m.id = ?`, [id]);
+  if (!rows[0]) throw new LicenseServerError('MACHINE_NOT_FOUND', `no machine has the id ${describe(id)}`);
+  return rows[0];
+}
+
+export async function getMachine(db: Queryable, id: string, at: Date = new Date()): Promise<Machine> {
+  return toMachine(await getMachineRow(db, parseUuid(id, 'machine id')), at);
+}
+
+export interface MachineFilter {
+  readonly licenseId?: string;
+  /** Only machines that hold a seat now. */
+  readonly holdingSeat?: boolean;
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** Oldest first (by first seen), so that paging is stable while machines are added. */
+export async function listMachines(db: Queryable, filter: MachineFilter = {}, at: Date = new Date()): Promise<Machine[]> {
+  const where: string[] = [];
+  const params: SqlValue[] = [];
+  if (filter.licenseId !== undefined) {
+    where.push('m.license_id = ?');
+    params.push(parseUuid(filter.licenseId, 'license id'));
+  }
+  if (filter.holdingSeat !== undefined) {
+    const stamp = at.toISOString();
+    const holding = '((m.active = ? AND l.floating = ?) OR m.lease_expires_at > ? OR m.offline_until > ?)';
+    where.push(filter.holdingSeat ? holding : `NOT ${holding}`);
+    params.push(true, false, stamp, stamp);
+  }
+  const limit = checkLimit(filter.limit ?? 100);
+  const offset = checkOffset(filter.offset ?? 0);
+  const rows = await db.query(
+    `SELECT ${COLUMNS} ${FROM} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY m.first_seen, m.id LIMIT ${limit} OFFSET ${offset}`,
+    params,
+  );
+  return rows.map((row) => toMachine(row, at));
+}
+
+export interface MachineChange {
+  readonly machine: Machine;
+  /** Said to the operator: what still holds the seat, or why nothing changed. */
+  readonly warnings: readonly string[];
+}
+
+/**
+ * Deactivates a machine: its next online validation is refused (MACHINE_DEACTIVATED) until
+ * it is activated again, and its seat is free once nothing signed for it is still valid
+ * (an offline file, a grace token): until then it keeps counting, and the warning says so.
+ */
+export async function deactivateMachine(db: Database, id: string, context: OperationContext): Promise<MachineChange> {
+  const machineId = parseUuid(id, 'machine id');
+  return db.transaction(async (tx) => {
+    const at = now(context);
+    const before = toMachine(await getMachineRow(tx, machineId), at);
+    if (before.active) {
+      await tx.execute('UPDATE machines SET active = ?, deactivated_at = ? WHERE id = ?', [false, at.toISOString(), machineId]);
+      await recordAudit(tx, context, {
+        action: 'machine.deactivated',
+        entityType: 'machine',
+        entityId: machineId,
+        details: { license_id: before.license_id, hardware_id: before.hardware_id },
+      });
+    }
+    const machine = toMachine(await getMachineRow(tx, machineId), at);
+    const warnings: string[] = [];
+    if (!before.active) warnings.push('the machine was already deactivated; nothing changed');
+    const heldUntil = [machine.offline_until, machine.lease_expires_at].filter((end): end is string => end !== null && Date.parse(end) > at.getTime()).sort().pop();
+    if (machine.holds_seat && heldUntil) {
+      warnings.push(`its seat stays taken until ${heldUntil}: something signed for it (an offline file or a grace token) is valid until then`);
+    }
+    return { machine, warnings };
+  });
+}
+
+/** Lets a deactivated machine validate again; it needs a free seat like a new machine. */
+export async function reactivateMachine(db: Database, engine: Engine, id: string, context: OperationContext): Promise<MachineChange> {
+  const machineId = parseUuid(id, 'machine id');
+  return db.transaction(async (tx) => {
+    const at = now(context);
+    const row = await getMachineRow(tx, machineId);
+    if (asBool(row.active)) return { machine: toMachine(row, at), warnings: ['the machine is already active; nothing changed'] };
+    const license = await seatPolicyOf(tx, engine, String(row.license_id));
+    // Already counted while an offline file or token holds its seat; otherwise it takes one now.
+    if (license.max_machines !== null && !license.floating && !holdsSeat(row, license.floating, at)) {
+      const used = await countSeats(tx, license, at);
+      if (used >= license.max_machines) {
+        throw new LicenseServerError('MACHINE_LIMIT_EXCEEDED', `all ${license.max_machines} machines of license ${license.id} are in use`, {
+          hint: 'Deactivate another machine first, or raise the limit with `license update --max-machines`.',
+        });
+      }
+    }
+    await tx.execute('UPDATE machines SET active = ?, deactivated_at = NULL WHERE id = ?', [true, machineId]);
+    await recordAudit(tx, context, {
+      action: 'machine.reactivated',
+      entityType: 'machine',
+      entityId: machineId,
+      details: { license_id: String(row.license_id), hardware_id: String(row.hardware_id) },
+    });
+    return { machine: toMachine(await getMachineRow(tx, machineId), at), warnings: [] };
+  });
+}
+
+/**
+ * Ends a floating machine's lease at once (the client's `release()`): the client library
+ * deletes its grace token before it asks, so the seat is free now. Offline files still hold
+ * their seat until they end. Answers whether a lease was released.
+ */
+export async function releaseLease(tx: Queryable, license: SeatPolicy, hardwareId: string, context: OperationContext): Promise<boolean> {
+  if (!license.floating) return false;
+  const at = now(context);
+  const changed = await tx.execute('UPDATE machines SET lease_expires_at = NULL, last_seen = ? WHERE license_id = ? AND hardware_id = ? AND lease_expires_at > ?', [
+    at.toISOString(), license.id, hardwareId, at.toISOString(),
+  ]);
+  return changed > 0;
+}
+
+/** Reads the seat policy of a license, locking its row on PostgreSQL. */
+async function seatPolicyOf(tx: Queryable, engine: Engine, licenseId: string): Promise<SeatPolicy> {
+  const rows = await tx.query(`SELECT id, max_machines, floating, lease_hours FROM licenses WHERE id = ?${engine === 'postgres' ? ' FOR UPDATE' : ''}`, [licenseId]);
+  const row = rows[0]!;
+  return {
+    id: String(row.id),
+    max_machines: row.max_machines === null ? null : Number(row.max_machines),
+    floating: asBool(row.floating),
+    lease_hours: Number(row.lease_hours),
+  };
+}
+
+function toMachine(row: Row, at: Date): Machine {
+  return {
+    id: String(row.id),
+    license_id: String(row.license_id),
+    hardware_id: String(row.hardware_id),
+    name: row.name === null || row.name === undefined ? null : String(row.name),
+    client_version: row.client_version === null || row.client_version === undefined ? null : String(row.client_version),
+    active: asBool(row.active),
+    holds_seat: holdsSeat(row, asBool(row.floating), at),
+    first_seen: asIso(row.first_seen),
+    last_seen: asIso(row.last_seen),
+    lease_expires_at: asIsoOrNull(row.lease_expires_at),
+    offline_until: asIsoOrNull(row.offline_until),
+    deactivated_at: asIsoOrNull(row.deactivated_at),
+  };
+}

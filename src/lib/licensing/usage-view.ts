@@ -1,0 +1,115 @@
+import { listAudit } from '../audit.js';
+import { getCustomer, type Customer } from '../customers.js';
+import { checkLimit } from '../paging.js';
+import type { Queryable, SqlValue } from '../storage/types.js';
+import { asInt, asIntOrNull, asIso } from '../storage/values.js';
+import { getLicense, listLicenses, type License } from './licenses.js';
+
+/** What operators look at: a license with its consumption, and a customer's licenses summed. */
+
+export interface CheckoutRecord {
+  readonly checked_out_at: string;
+  readonly actor: string;
+  readonly hardware_id: string | null;
+  readonly valid_until: string;
+}
+
+export interface LicenseView extends License {
+  readonly machines_in_use: number;
+  /** Newest first, at most five, from the audit log. */
+  readonly recent_checkouts: readonly CheckoutRecord[];
+}
+
+export async function getLicenseView(db: Queryable, reference: string, at: Date): Promise<LicenseView> {
+  const license = await getLicense(db, reference, { seatsAt: at });
+  const entries = await listAudit(db, { action: 'license.checked_out', entityType: 'license', entityId: license.id, limit: 5 });
+  return {
+    ...license,
+    machines_in_use: license.machines_in_use ?? 0,
+    recent_checkouts: entries.map((entry) => ({
+      checked_out_at: entry.occurred_at,
+      actor: entry.actor,
+      hardware_id: typeof entry.details.hardware_id === 'string' ? entry.details.hardware_id : null,
+      valid_until: String(entry.details.valid_until),
+    })),
+  };
+}
+
+export interface UsageRecord {
+  readonly id: string;
+  readonly entitlement_code: string;
+  readonly quantity: number;
+  readonly remaining: number | null;
+  readonly hardware_id: string;
+  readonly idempotency_key: string;
+  readonly occurred_at: string;
+  readonly recorded_at: string;
+}
+
+/** Usage reports of a license, newest first (by when the server recorded them). */
+export async function listUsageRecords(
+  db: Queryable,
+  reference: string,
+  filter: { readonly since?: Date; readonly limit?: number } = {},
+): Promise<UsageRecord[]> {
+  const license = await getLicense(db, reference);
+  const params: SqlValue[] = [license.id];
+  let since = '';
+  if (filter.since) {
+    since = ' AND u.recorded_at >= ?';
+    params.push(filter.since.toISOString());
+  }
+  const limit = checkLimit(filter.limit ?? 100);
+  const rows = await db.query(
+    `SELECT u.id, e.code, u.quantity, u.remaining, u.hardware_id, u.idempotency_key, u.occurred_at, u.recorded_at
+     FROM usage_records u JOIN entitlements e ON e.id = u.entitlement_id
+     WHERE u.license_id = ?${since} ORDER BY u.recorded_at DESC, u.id DESC LIMIT ${limit}`,
+    params,
+  );
+  return rows.map((row) => ({
+    id: String(row.id),
+    entitlement_code: String(row.code),
+    quantity: asInt(row.quantity),
+    remaining: asIntOrNull(row.remaining),
+    hardware_id: String(row.hardware_id),
+    idempotency_key: String(row.idempotency_key),
+    occurred_at: asIso(row.occurred_at),
+    recorded_at: asIso(row.recorded_at),
+  }));
+}
+
+export interface CustomerSummary extends Customer {
+  readonly licenses: number;
+  readonly active_licenses: number;
+  readonly machines_in_use: number;
+  /** Per entitlement code over all the customer's licenses; limit null when any is unlimited. */
+  readonly entitlements: ReadonlyArray<{ readonly code: string; readonly used: number; readonly usage_limit: number | null }>;
+}
+
+const PAGE = 500;
+
+export async function getCustomerSummary(db: Queryable, id: string, at: Date): Promise<CustomerSummary> {
+  const customer = await getCustomer(db, id);
+  const licenses: License[] = [];
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await listLicenses(db, { customerId: customer.id, limit: PAGE, offset }, at);
+    licenses.push(...page);
+    if (page.length < PAGE) break;
+  }
+  const byCode = new Map<string, { code: string; used: number; usage_limit: number | null }>();
+  for (const license of licenses) {
+    for (const entitlement of license.entitlements) {
+      const sum = byCode.get(entitlement.code) ?? { code: entitlement.code, used: 0, usage_limit: 0 };
+      sum.used += entitlement.used;
+      sum.usage_limit = sum.usage_limit === null || entitlement.usage_limit === null ? null : sum.usage_limit + entitlement.usage_limit;
+      byCode.set(entitlement.code, sum);
+    }
+  }
+  return {
+    ...customer,
+    licenses: licenses.length,
+    active_licenses: licenses.filter((license) => license.active).length,
+    machines_in_use: licenses.reduce((sum, license) => sum + (license.machines_in_use ?? 0), 0),
+    entitlements: [...byCode.values()].sort((a, b) => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0)),
+  };
+}

@@ -1,0 +1,263 @@
+import assert from 'node:assert/strict';
+import { listAudit } from '../../../src/lib/audit.js';
+import type { OperationContext } from '../../../src/lib/context.js';
+import { createCustomer } from '../../../src/lib/customers.js';
+import { LicenseServerError } from '../../../src/lib/errors.js';
+import { createEntitlement } from '../../../src/lib/licensing/entitlements.js';
+import { renewLicense, updateLicense } from '../../../src/lib/licensing/license-changes.js';
+import { createLicense, getLicense, getLicenseDecryptionKey, setLicenseActive, type License } from '../../../src/lib/licensing/licenses.js';
+import { deactivateMachine, listMachines, reactivateMachine } from '../../../src/lib/licensing/machines.js';
+import { releaseSeat, validateOnline, type ValidationAnswer } from '../../../src/lib/licensing/online-validation.js';
+import { recordUsage } from '../../../src/lib/licensing/usage.js';
+import { getCustomerSummary, getLicenseView, listUsageRecords } from '../../../src/lib/licensing/usage-view.js';
+import { unsealDecryptionKey } from '../../../src/lib/offline/binding.js';
+import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
+import { ensureSigningKey } from '../../../src/lib/signing-key.js';
+import type { Database } from '../../../src/lib/storage/types.js';
+import { forEachEngine } from '../../support/engines.js';
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+async function refused(promise: Promise<unknown>, code: string): Promise<LicenseServerError> {
+  let caught: LicenseServerError | undefined;
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof LicenseServerError, String(error));
+    assert.equal(error.code, code, error.message);
+    caught = error;
+    return true;
+  });
+  return caught!;
+}
+
+forEachEngine('machines, seats and license changes', (fixture) => {
+  let db: Database;
+  let customerId: string;
+  let time: number;
+  const clock = () => new Date(time);
+  const operator: OperationContext = { actor: 'cli:operator', clock };
+  const online = { actor: 'client:127.0.0.1', clock, issuer: 'licenses.example.com', graceHours: 72 };
+  const validate = (license: License, hardwareId: string, version = '1.0.0'): Promise<ValidationAnswer> =>
+    validateOnline(db, { license_key: license.key, hardware_id: hardwareId, version }, online);
+
+  before(async () => {
+    time = Date.parse('2026-11-23T10:00:00.000Z');
+    db = await fixture.freshDatabase();
+    await ensureSigningKey(db, operator);
+    customerId = (await createCustomer(db, { name: 'Initech' }, operator)).id;
+    await createEntitlement(db, { code: 'api.calls', name: 'API calls' }, operator);
+    await createEntitlement(db, { code: 'export', name: 'Export' }, operator);
+  });
+
+  const newLicense = (extra: Partial<Parameters<typeof createLicense>[1]> = {}) =>
+    createLicense(db, { customerId, type: 'hybrid', validUntil: '2028-01-01', withDecryptionKey: true, ...extra }, operator);
+
+  it('admit machines up to max_machines, then refuse a new hardware ID and seal it no decryption key', async () => {
+    const license = await newLicense({ maxMachines: 2 });
+    const key = (await getLicenseDecryptionKey(db, license.id))!;
+    for (const hardwareId of ['HW-A', 'HW-B']) {
+      const answer = await validate(license, hardwareId);
+      assert.equal(answer.valid, true, JSON.stringify(answer));
+      assert.ok(answer.valid && answer.encrypted_key);
+      assert.deepEqual(Buffer.from(unsealDecryptionKey(answer.encrypted_key!, hardwareId, license.id)), key);
+    }
+    const third = await validate(license, 'HW-C');
+    assert.equal(third.valid, false);
+    assert.ok(!third.valid && third.reason === 'MACHINE_LIMIT_EXCEEDED', JSON.stringify(third));
+    assert.equal('encrypted_key' in third, false, 'a leaked key on a machine over the limit gets no decryption key');
+    assert.equal('grace_token' in third, false);
+    // Known machines keep validating; the refused one was not recorded.
+    assert.equal((await validate(license, 'HW-A')).valid, true);
+    const machines = await listMachines(db, { licenseId: license.id }, clock());
+    assert.deepEqual(machines.map((m) => m.hardware_id).sort(), ['HW-A', 'HW-B']);
+    assert.ok(machines.every((m) => m.active && m.holds_seat && m.client_version === '1.0.0'));
+    assert.equal((await getLicense(db, license.id, { seatsAt: clock() })).machines_in_use, 2);
+    const audit = await listAudit(db, { action: 'machine.activated' });
+    assert.ok(audit.filter((e) => e.details.license_id === license.id).length === 2);
+  });
+
+  it('record every machine of a license without a limit, and keep one record per machine', async () => {
+    const license = await newLicense();
+    await Promise.all(Array.from({ length: 20 }, (_, i) => validate(license, `HW-${i % 5}`)));
+    const machines = await listMachines(db, { licenseId: license.id }, clock());
+    assert.equal(machines.length, 5);
+  });
+
+  it('treat the NFC and NFD forms of a hardware ID as one machine, and refuse bad hardware IDs', async () => {
+    const license = await newLicense({ maxMachines: 1 });
+    const composed = 'Caf\u00e9-01';
+    const decomposed = 'Cafe\u0301-01';
+    const first = await validate(license, decomposed);
+    assert.ok(first.valid);
+    assert.ok((await validate(license, composed)).valid, 'the other form is the same machine, not a second one');
+    const [machine] = await listMachines(db, { licenseId: license.id }, clock());
+    assert.equal(machine!.hardware_id, composed);
+    // The key is sealed for the NFC form, which both spellings normalise to.
+    assert.equal(unsealDecryptionKey(first.encrypted_key!, composed, license.id).length, 32);
+    for (const bad of ['', 'x'.repeat(257), 'é'.repeat(129), 'tab\there', 'line\nbreak', '\u0085']) {
+      await refused(validate(license, bad), 'INVALID_HARDWARE_ID');
+    }
+    const longest = await validate(license, '\u00e9'.repeat(128));
+    assert.ok(!longest.valid && longest.reason === 'MACHINE_LIMIT_EXCEEDED', 'a 256-byte ID is accepted, and refused only for the limit');
+  });
+
+  it('deactivate a machine: its validations are refused, its seat is free unless a file or token still holds it', async () => {
+    const license = await newLicense({ maxMachines: 1, withDecryptionKey: false });
+    const answer = await validate(license, 'HW-1');
+    assert.ok(answer.valid);
+    const [machine] = await listMachines(db, { licenseId: license.id }, clock());
+    const change = await deactivateMachine(db, machine!.id, operator);
+    assert.equal(change.machine.active, false);
+    assert.match(change.warnings.join('\n'), /seat stays taken until .*grace token/);
+    const again = await validate(license, 'HW-1');
+    assert.ok(!again.valid && again.reason === 'MACHINE_DEACTIVATED');
+    // The grace token it holds is valid for 72 h: the seat stays taken until then.
+    assert.ok(!(await validate(license, 'HW-2')).valid);
+    time += 72 * HOUR + 1000;
+    assert.ok((await validate(license, 'HW-2')).valid, 'the seat is free once the grace token has ended');
+    await refused(reactivateMachine(db, db.engine, machine!.id, operator), 'MACHINE_LIMIT_EXCEEDED');
+    assert.deepEqual((await deactivateMachine(db, machine!.id, operator)).warnings, ['the machine was already deactivated; nothing changed']);
+  });
+
+  it('hold a seat for a checked-out file until the file ends, and refuse unbound files of a limited license', async () => {
+    const license = await newLicense({ maxMachines: 1, withDecryptionKey: false });
+    const context = { ...operator, issuer: 'licenses.example.com' };
+    await refused(checkoutLicense(db, license.id, { ttlDays: 30 }, context), 'HARDWARE_ID_REQUIRED');
+    const file = await checkoutLicense(db, license.id, { ttlDays: 10, hardwareId: 'AIRGAP-1' }, context);
+    await refused(checkoutLicense(db, license.id, { ttlDays: 10, hardwareId: 'AIRGAP-2' }, context), 'MACHINE_LIMIT_EXCEEDED');
+    const [machine] = await listMachines(db, { licenseId: license.id }, clock());
+    assert.equal(machine!.offline_until, new Date(Date.parse(file.valid_until.replace('Z', '.000Z'))).toISOString());
+    await deactivateMachine(db, machine!.id, operator);
+    await refused(checkoutLicense(db, license.id, { ttlDays: 10, hardwareId: 'AIRGAP-1' }, context), 'MACHINE_DEACTIVATED');
+    assert.ok(!(await validate(license, 'OTHER')).valid, 'the file still holds the seat');
+    time += 10 * DAY + 1000;
+    assert.ok((await validate(license, 'OTHER')).valid, 'after the file ends the seat is free');
+  });
+
+  it('move floating seats between more machines than seats, by lease, and release them at once', async () => {
+    const license = await newLicense({ maxMachines: 2, floating: true, leaseHours: 2 });
+    const a = await validate(license, 'FLOAT-A');
+    assert.ok(a.valid && a.lease_expires_at === new Date(Math.floor(time / 1000) * 1000 + 2 * HOUR).toISOString().replace('.000Z', 'Z'));
+    assert.equal(a.grace_expires_at, a.lease_expires_at, 'on a floating license the grace token is the lease');
+    assert.ok((await validate(license, 'FLOAT-B')).valid);
+    assert.ok(!(await validate(license, 'FLOAT-C')).valid);
+    assert.deepEqual(await releaseSeat(db, { license_key: license.key, hardware_id: 'FLOAT-A' }, online), {
+      released: true, message: 'the lease has ended; the seat is free', server_time: new Date(Math.floor(time / 1000) * 1000).toISOString().replace('.000Z', 'Z'),
+    });
+    assert.equal((await releaseSeat(db, { license_key: license.key, hardware_id: 'FLOAT-A' }, online)).released, false);
+    assert.ok((await validate(license, 'FLOAT-C')).valid, 'the released seat went to a third machine');
+    assert.ok(!(await validate(license, 'FLOAT-A')).valid);
+    time += 2 * HOUR + 1000;
+    assert.ok((await validate(license, 'FLOAT-A')).valid, 'leases not renewed run out');
+    assert.ok((await validate(license, 'FLOAT-D')).valid);
+    assert.equal((await listMachines(db, { licenseId: license.id }, clock())).length, 4);
+    assert.equal((await getLicense(db, license.id, { seatsAt: clock() })).machines_in_use, 2);
+    const notFloating = await newLicense({ maxMachines: 1 });
+    assert.equal((await releaseSeat(db, { license_key: notFloating.key, hardware_id: 'X' }, online)).released, false);
+  });
+
+  it('update a license in place, audited field by field, and warn of machines over a lowered limit', async () => {
+    const license = await newLicense({ entitlements: [{ code: 'api.calls', usageLimit: 100 }] });
+    for (const id of ['U-1', 'U-2', 'U-3']) assert.ok((await validate(license, id)).valid);
+    const change = await updateLicense(db, license.id, {
+      validUntil: '2029-06-30',
+      maxMachines: 2,
+      addEntitlements: [{ code: 'export', usageLimit: null }],
+      setLimits: [{ code: 'api.calls', usageLimit: 500 }],
+      metadata: { crm_id: 'AC-1042' },
+    }, operator);
+    assert.equal(change.license.id, license.id);
+    assert.equal(change.license.key, license.key);
+    assert.equal(change.license.valid_until, '2029-06-30T23:59:59.000Z');
+    assert.equal(change.license.max_machines, 2);
+    assert.deepEqual(change.license.metadata, { crm_id: 'AC-1042' });
+    assert.deepEqual(change.license.entitlements.map((e) => [e.code, e.usage_limit]), [['api.calls', 500], ['export', null]]);
+    assert.match(change.warnings[0]!, /3 machines hold a seat, more than the new limit of 2; none is dropped/);
+    assert.equal(change.warnings[0]!.split('\n').length, 4, 'the warning lists each machine');
+    assert.deepEqual(change.changes.max_machines, { before: null, after: 2 });
+    assert.deepEqual(change.changes.valid_until, { before: '2028-01-01T23:59:59.000Z', after: '2029-06-30T23:59:59.000Z' });
+    const [entry] = await listAudit(db, { action: 'license.updated', entityId: license.id });
+    assert.deepEqual(entry!.details.changes, JSON.parse(JSON.stringify(change.changes)));
+    assert.ok((await validate(license, 'U-1')).valid, 'machines already in keep working');
+    assert.ok(!(await validate(license, 'U-4')).valid, 'no new machine while over the limit');
+    const answer = await validate(license, 'U-2');
+    assert.ok(answer.valid && answer.valid_until === '2029-06-30T23:59:59Z', 'the next validation sees the change');
+    // Nothing changed: no audit entry.
+    const again = await updateLicense(db, license.id, { maxMachines: 2, metadata: { crm_id: 'AC-1042' } }, operator);
+    assert.deepEqual(again.changes, {});
+    assert.equal((await listAudit(db, { action: 'license.updated', entityId: license.id })).length, 1);
+    // Empty value removes a key.
+    assert.deepEqual((await updateLicense(db, license.id, { metadata: { crm_id: '' } }, operator)).license.metadata, {});
+  });
+
+  it('refuse bad changes with a stable code and change nothing', async () => {
+    const license = await newLicense({ entitlements: [{ code: 'api.calls', usageLimit: 10 }] });
+    const before = await getLicense(db, license.id);
+    const cases: Array<[Parameters<typeof updateLicense>[2], string]> = [
+      [{ maxMachines: 0 }, 'INVALID_INPUT'],
+      [{ maxMachines: -1 }, 'INVALID_INPUT'],
+      [{ maxMachines: 1.5 }, 'INVALID_INPUT'],
+      [{ validUntil: '2020-01-01' }, 'INVALID_VALIDITY'],
+      [{ validFrom: '2030-01-01' }, 'INVALID_VALIDITY'],
+      [{ maxMachines: 3, removeEntitlements: ['export'] }, 'ENTITLEMENT_NOT_FOUND'],
+      [{ maxMachines: 3, setLimits: [{ code: 'export', usageLimit: 5 }] }, 'ENTITLEMENT_NOT_FOUND'],
+      [{ maxMachines: 3, addEntitlements: [{ code: 'no.such', usageLimit: null }] }, 'ENTITLEMENT_NOT_FOUND'],
+      [{ maxMachines: 3, addEntitlements: [{ code: 'api.calls', usageLimit: 1 }] }, 'INVALID_INPUT'],
+      [{ maxMachines: 3, metadata: { 'bad key': 'x' } }, 'INVALID_INPUT'],
+      [{ leaseHours: 721 }, 'INVALID_INPUT'],
+    ];
+    for (const [update, code] of cases) await refused(updateLicense(db, license.id, update, operator), code);
+    assert.deepEqual(await getLicense(db, license.id), before, 'a refused update changed nothing');
+    await refused(updateLicense(db, 'c2a1b9e4-5d7f-4a3b-9e1c-0f2d3b4a5c6d', { maxMachines: 1 }, operator), 'LICENSE_NOT_FOUND');
+  });
+
+  it('renew by a span from the current end, or from now once ended; refuse deactivated licenses and earlier ends', async () => {
+    const license = await newLicense({ validUntil: new Date(time + 10 * DAY) });
+    const renewed = await renewLicense(db, license.id, { by: '365d' }, operator);
+    assert.equal(renewed.license.valid_until, new Date(Date.parse(license.valid_until) + 365 * DAY).toISOString());
+    assert.equal(renewed.license.key, license.key);
+    const [entry] = await listAudit(db, { action: 'license.renewed', entityId: license.id });
+    assert.deepEqual(entry!.details, { changes: { valid_until: { before: license.valid_until, after: renewed.license.valid_until } }, by: '365d' });
+    await refused(renewLicense(db, license.id, { until: '2027-01-01' }, operator), 'INVALID_VALIDITY');
+    await refused(renewLicense(db, license.id, { by: '0d' }, operator), 'INVALID_INPUT');
+    await refused(renewLicense(db, license.id, { by: 'forever' }, operator), 'INVALID_INPUT');
+
+    const lapsed = await newLicense({ validUntil: new Date(time + DAY) });
+    time += 3 * DAY;
+    const revived = await renewLicense(db, lapsed.id, { by: '30d' }, operator);
+    assert.equal(revived.license.valid_until, new Date(Math.floor(time / 1000) * 1000 + 30 * DAY).toISOString(), 'a lapsed license runs the full span from now');
+
+    await setLicenseActive(db, lapsed.id, false, operator);
+    await refused(renewLicense(db, lapsed.id, { by: '30d' }, operator), 'LICENSE_INACTIVE');
+    assert.equal((await getLicense(db, lapsed.id)).valid_until, revived.license.valid_until);
+  });
+
+  it('show usage per entitlement, usage records newest first, recent checkouts, and a customer summed', async () => {
+    const customer = await createCustomer(db, { name: 'Summed Ltd' }, operator);
+    const grants = [{ code: 'api.calls', usageLimit: 100 }];
+    const one = await createLicense(db, { customerId: customer.id, type: 'usage_based', validUntil: '2028-01-01', entitlements: grants }, operator);
+    const two = await createLicense(db, { customerId: customer.id, type: 'usage_based', validUntil: '2028-01-01', entitlements: [{ code: 'api.calls', usageLimit: 50 }], maxMachines: 3 }, operator);
+    const report = (license: License, quantity: number, key: string) =>
+      recordUsage(db, { license_key: license.key, hardware_id: 'M-1', entitlement_code: 'api.calls', quantity, occurred_at: clock().toISOString(), idempotency_key: key }, { clock });
+    await report(one, 30, 'k1');
+    time += 1000;
+    await report(one, 12, 'k2');
+    await report(two, 5, 'k3');
+    assert.ok((await validate(two, 'M-1')).valid);
+    await checkoutLicense(db, two.id, { ttlDays: 5, hardwareId: 'M-2' }, { ...operator, issuer: 'x' });
+
+    const view = await getLicenseView(db, one.id, clock());
+    assert.deepEqual(view.entitlements.map((e) => [e.code, e.usage_limit, e.used, e.remaining]), [['api.calls', 100, 42, 58]]);
+    const records = await listUsageRecords(db, one.id);
+    assert.deepEqual(records.map((r) => [r.idempotency_key, r.quantity, r.remaining]), [['k2', 12, 58], ['k1', 30, 70]]);
+    assert.deepEqual((await listUsageRecords(db, one.id, { since: clock() })).map((r) => r.idempotency_key), ['k2']);
+    const twoView = await getLicenseView(db, two.id, clock());
+    assert.equal(twoView.machines_in_use, 2);
+    assert.deepEqual(twoView.recent_checkouts.map((c) => c.hardware_id), ['M-2']);
+
+    const summary = await getCustomerSummary(db, customer.id, clock());
+    assert.equal(summary.licenses, 2);
+    assert.equal(summary.machines_in_use, 2);
+    assert.deepEqual(summary.entitlements, [{ code: 'api.calls', used: 47, usage_limit: 150 }]);
+  });
+});
