@@ -24,10 +24,10 @@ export function formatLicense(license: License & { recent_checkouts?: readonly C
     ...(metadata.length ? [['metadata', metadata.map(([key, value]) => `${key}=${value}`).join(', ')] as const] : []),
     ['decryption key', license.has_decryption_key ? 'yes (see --reveal-decryption-key)' : 'no'],
     ['created', license.created_at],
-    ...(license.recent_checkouts === undefined
-      ? []
-      : [['recent checkouts', license.recent_checkouts.length === 0
-        ? '-'
-        : license.recent_checkouts.map((c) => `\n  ${show(c.checked_out_at)} by ${show(c.actor)}, ${c.hardware_id === null ? 'unbound' : `for ${show(c.hardware_id)}`}, valid until ${show(c.valid_until)}`).join('')] as const]),
+    // One line per checkout, newest first: a record's values are single lines.
+    ...(license.recent_checkouts ?? []).map((c) => [
+      'checkout',
+      `${show(c.checked_out_at)} by ${show(c.actor)}, ${c.hardware_id === null ? 'unbound' : `for ${show(c.hardware_id)}`}, valid until ${show(c.valid_until)}`,
+    ] as const),
   ]);
 }

@@ -236,7 +236,7 @@ export class LicenseClient {
       }
       await this.rememberValid(body, save);
       this.graceExpiredFired = false;
-      this.scheduleLeaseRenewal(body.lease_expires_at);
+      this.scheduleLeaseRenewal(body.lease_expires_at, body.server_time);
       return {
         kind: 'result',
         result: this.valid('online', body.entitlements as LicenseFileEntitlement[], body.license_id, decryptionKey),
@@ -375,16 +375,17 @@ export class LicenseClient {
 
   /**
    * A floating seat is a lease that ends unless validated again: renew it halfway through,
-   * so that one failed attempt still leaves time for the next before the seat is lost.
+   * so that one failed attempt still leaves time for the next before the seat is lost. The
+   * half is measured on the server's clock (lease end minus server time), then waited out as
+   * elapsed time, so a client whose clock is off renews on time all the same.
    */
-  private scheduleLeaseRenewal(leaseExpiresAt: unknown): void {
+  private scheduleLeaseRenewal(leaseExpiresAt: unknown, serverTime: unknown): void {
     this.leaseTimer?.cancel();
     this.leaseTimer = undefined;
     const end = typeof leaseExpiresAt === 'string' ? Date.parse(leaseExpiresAt) : Number.NaN;
-    if (this.closed || Number.isNaN(end)) return;
-    const now = this.clock.now().getTime();
-    const renewAt = now + Math.max(1_000, (end - now) / 2);
-    this.leaseTimer = setTimerUntil(this.clock, renewAt, () => {
+    const at = typeof serverTime === 'string' ? Date.parse(serverTime) : Number.NaN;
+    if (this.closed || Number.isNaN(end) || Number.isNaN(at)) return;
+    this.leaseTimer = setLongTimeout(this.clock, Math.max(1_000, (end - at) / 2), () => {
       this.leaseTimer = undefined;
       if (!this.closed && !this.offline) void this.validate();
     });

@@ -261,7 +261,7 @@ describe('the client library against a real serve process', function () {
     assert.throws(() => new LicenseClient({ ...base, offline: { enabled: true, licenseFile: 'x', publicKey: 'nope' } }), /public key must be/);
     const configError = (message: RegExp) => (e: unknown) => e instanceof LicenseClientConfigError && message.test(e.message);
     assert.throws(() => new LicenseClient({ ...base, hardwareId: '' }), configError(/^hardwareId must not be empty$/));
-    assert.throws(() => new LicenseClient({ ...base, hardwareId: 'x'.repeat(257) }), configError(/^hardwareId must be at most 256 characters/));
+    assert.throws(() => new LicenseClient({ ...base, hardwareId: 'x'.repeat(257) }), configError(/^hardwareId must be at most 256 bytes/));
     assert.throws(() => new LicenseClient({ ...base, hardwareId: 'a\nb' }), configError(/^hardwareId must not contain control characters$/));
     assert.throws(() => new LicenseClient(undefined as never), configError(/options must be an object/));
     assert.throws(() => new LicenseClient({ ...base, offline: { cacheDir: 42 as never } }), configError(/cacheDir must be a directory path/));

@@ -30,6 +30,23 @@ describe('README.md', () => {
   beforeEach(() => (work = mkdtempSync(path.join(tmpdir(), 'license-readme-'))));
   afterEach(() => rmSync(work, { recursive: true, force: true }));
 
+  it('runs the machines block as written: a limited license, a checked-out machine, an update, a renewal, a scoped token', async () => {
+    const lifecycle = block('A license can limit how many machines use it at once', 'sh');
+    ok(await runCli(['init'], { cwd: work }));
+    const script = `npx() { if [ "$1" = license-server ]; then shift; fi; node ${JSON.stringify(CLI)} "$@"; }\n${lifecycle}`;
+    const run = spawnSync('sh', ['-eu', '-c', script], { cwd: work, env: cleanEnv({}), encoding: 'utf8' });
+    assert.equal(run.status, 0, `stdout: ${run.stdout}\nstderr: ${run.stderr}`);
+    assert.match(run.stdout, /LAPTOP-7/, 'machine list shows the checked-out machine');
+    const [license] = ok(await runCli(['license', 'list', '--json'], { cwd: work })).json();
+    assert.equal(license.max_machines, 5);
+    assert.deepEqual(license.metadata, { crm_id: 'AC-1042' });
+    assert.equal(license.valid_until, new Date(Date.parse('2099-12-31T23:59:59.000Z') + 365 * 86_400_000).toISOString());
+    assert.equal(license.machines_in_use, 1);
+    assert.equal(readdirSync(work).filter((name) => name.endsWith('.lic')).length, 1);
+    const [token] = ok(await runCli(['token', 'list', '--json'], { cwd: work })).json();
+    assert.deepEqual([token.name, token.scopes], ['billing-sync', ['read', 'licenses']]);
+  });
+
   it('sets up a license with the setup block, run as a shell script on a fresh store', async () => {
     const setup = block('Then set up what a license needs', 'sh');
     ok(await runCli(['init'], { cwd: work }));

@@ -35,7 +35,7 @@ forEachEngine('records from the command line', (fixture) => {
     assert.match(license.key, /^([0-9A-Z]{4}-){6}[0-9A-Z]{4}$/);
     assert.equal(license.valid_until, '2099-12-31T23:59:59.000Z', 'a bare date means through the end of that day');
     assert.equal(license.has_decryption_key, true);
-    assert.deepEqual(license.entitlements, [{ code: 'seats', name: 'Seats', usage_limit: 25 }]);
+    assert.deepEqual(license.entitlements, [{ code: 'seats', name: 'Seats', usage_limit: 25, used: 0, remaining: 25 }]);
 
     assert.deepEqual(ok(await cli('customer', 'list', '--json')).json().map((c: { id: string }) => c.id), [customer.id]);
     assert.deepEqual(ok(await cli('entitlement', 'list', '--json')).json().map((e: { code: string }) => e.code), ['seats']);

@@ -57,7 +57,7 @@ describe('usage errors on the command line', () => {
       argv: ['license', 'nosuch'],
       code: 'COMMAND_NOT_FOUND',
       message: 'unknown command "license nosuch"',
-      hint: 'The license commands are activate, checkout, create, deactivate, inspect, list, show, verify; see `license-server license --help`.',
+      hint: 'The license commands are activate, checkout, create, deactivate, inspect, list, renew, show, update, usage, verify; see `license-server license --help`.',
     },
   ];
 

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { runCli } from '../support/cli.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -122,6 +123,16 @@ describe('the admin page in headless Chromium', function () {
     assert.equal(verified.payload.license_id, license.id);
   });
 
+  it('lists machines with their seats and deactivates one', async () => {
+    const row = page.locator('#machine-table tr', { hasText: 'browser-machine' });
+    await row.waitFor();
+    await row.getByRole('button', { name: 'Deactivate' }).click();
+    await page.getByText(/^Machine browser-machine deactivated\./).waitFor();
+    const [machine] = (await api(serve.url, 'GET', `/api/machines?license_id=${license.id}`, { token: serve.token })).body;
+    assert.equal(machine.active, false);
+    await page.locator('#machine-table tr', { hasText: 'browser-machine' }).getByRole('button', { name: 'Activate' }).waitFor();
+  });
+
   it('is usable on a narrow window and by keyboard', async () => {
     await page.setViewportSize({ width: 380, height: 800 });
     const overflow = await page.evaluate(() => {
@@ -133,5 +144,21 @@ describe('the admin page in headless Chromium', function () {
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => (globalThis as unknown as { document: { activeElement: { textContent: string } | null } }).document.activeElement?.textContent), 'Licenses');
     await page.screenshot({ path: screenshot(work, 'admin-narrow.png') });
+  });
+
+  it('shows a read-only token no backups, no checkout and no machine actions', async () => {
+    await page.setViewportSize({ width: 1200, height: 800 });
+    const created = await runCli(['token', 'create', '--name', 'auditor', '--scope', 'read', '--json'], { env: { LICENSE_DATABASE_URL: path.join(work, 'data', 'db.sqlite') } });
+    assert.equal(created.code, 0, created.stderr);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Admin token').fill(created.json().token);
+    await page.keyboard.press('Enter');
+    await page.locator('#machine-table tr', { hasText: 'browser-machine' }).waitFor();
+    assert.equal(await page.locator('#backups').isHidden(), true, 'no backups section');
+    assert.equal(await page.getByRole('link', { name: 'Backups' }).isHidden(), true);
+    assert.equal(await page.locator('#licenses').isVisible(), true);
+    assert.equal(await page.getByRole('button', { name: 'Download .lic' }).count(), 0, 'no checkout form');
+    assert.equal(await page.locator('#machine-table button').count(), 0, 'no machine actions');
+    assert.equal(await page.locator('#pem').textContent(), (await api(serve.url, 'GET', '/api/signing-key', { token: serve.token })).body.public_key_pem);
   });
 });

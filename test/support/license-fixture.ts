@@ -34,7 +34,7 @@ export class LicenseFixture {
   token = '';
   pem = '';
   license!: FixtureLicense;
-  private customerId = '';
+  customerId = '';
   private readonly clients: LicenseClient[] = [];
 
   private constructor(

@@ -4,6 +4,10 @@
 const TOKEN_KEY = 'license-server-admin-token';
 const $ = (selector) => document.querySelector(selector);
 
+/** The signed-in token's scopes (GET /api/whoami); the page shows only what they allow. */
+let scopes = [];
+const may = (scope) => scopes.includes('admin') || scopes.includes(scope);
+
 function token() {
   return sessionStorage.getItem(TOKEN_KEY);
 }
@@ -117,7 +121,7 @@ async function loadBackups() {
     cell(row, backup.trigger);
     const actions = document.createElement('div');
     actions.className = 'row-actions';
-    actions.append(
+    if (may('backups')) actions.append(
       button('Download', (event) =>
         busy(event.currentTarget, `Downloading ${backup.backup_id}…`, async () => {
           await save(await call('GET', `/api/backups/${encodeURIComponent(backup.backup_id)}/download`), backup.file);
@@ -130,8 +134,8 @@ async function loadBackups() {
           return `Backup ${report.backup_id} is valid: ${report.checks.map((check) => `${check.check}: ${check.detail}`).join('; ')}.`;
         }),
       ),
-      button('Restore…', () => openRestore(backup.backup_id)),
     );
+    if (may('restore')) actions.append(button('Restore…', () => openRestore(backup.backup_id)));
     cell(row, '').replaceChildren(actions);
     body.append(row);
   }
@@ -153,6 +157,7 @@ function openRestore(id) {
 
 async function loadLicenses() {
   const licenses = await (await call('GET', '/api/licenses?limit=1000')).json();
+  await loadMachines(licenses);
   const body = $('#license-table tbody');
   body.replaceChildren();
   for (const license of licenses) {
@@ -163,13 +168,18 @@ async function loadLicenses() {
     cell(row, license.type);
     cell(row, license.active ? 'yes' : 'no');
     cell(row, license.valid_until);
+    cell(row, `${license.machines_in_use}${license.max_machines === null ? '' : ` of ${license.max_machines}`}${license.floating ? ' (floating)' : ''}`);
+    if (!may('licenses')) {
+      body.append(row);
+      continue;
+    }
     const form = document.createElement('form');
     const ttlId = `ttl-${license.id}`;
     const hwId = `hw-${license.id}`;
     const ttlLabel = Object.assign(document.createElement('label'), { htmlFor: ttlId, textContent: 'TTL (days)' });
     const ttl = Object.assign(document.createElement('input'), { id: ttlId, type: 'number', min: '1', max: '365', value: '30', required: true });
     const hwLabel = Object.assign(document.createElement('label'), { htmlFor: hwId, textContent: 'Hardware ID' });
-    const hardware = Object.assign(document.createElement('input'), { id: hwId, autocomplete: 'off', required: license.has_decryption_key });
+    const hardware = Object.assign(document.createElement('input'), { id: hwId, autocomplete: 'off', required: license.has_decryption_key || license.max_machines !== null });
     const submit = Object.assign(document.createElement('button'), { type: 'submit', textContent: 'Download .lic' });
     const ttlBox = document.createElement('div');
     ttlBox.append(ttlLabel, ttl);
@@ -183,10 +193,49 @@ async function loadLicenses() {
         if (hardware.value) body.hardware_id = hardware.value;
         const response = await call('POST', `/api/licenses/${encodeURIComponent(license.id)}/checkout`, { body, accept: 'application/octet-stream' });
         await save(response, 'license.lic');
+        // The checkout made (or renewed) a machine's seat: the counts and the machines changed.
+        await loadLicenses();
         return 'License file downloaded.';
       });
     });
     cell(row, '').replaceChildren(form);
+    body.append(row);
+  }
+}
+
+async function loadMachines(licenses) {
+  const machines = await (await call('GET', '/api/machines?limit=1000')).json();
+  const prefixes = new Map(licenses.map((license) => [license.id, license.key_prefix]));
+  const body = $('#machine-table tbody');
+  body.replaceChildren();
+  for (const machine of machines) {
+    const row = document.createElement('tr');
+    row.dataset.machineId = machine.id;
+    cell(row, `${prefixes.get(machine.license_id) ?? machine.license_id}…`);
+    cell(row, machine.hardware_id);
+    cell(row, machine.name);
+    cell(row, machine.active ? 'yes' : 'no');
+    cell(row, machine.holds_seat ? 'yes' : 'no');
+    cell(row, machine.last_seen);
+    cell(row, machine.offline_until);
+    const actions = document.createElement('div');
+    actions.className = 'row-actions';
+    if (may('licenses')) {
+      const verb = machine.active ? 'deactivate' : 'activate';
+      actions.append(button(machine.active ? 'Deactivate' : 'Activate', (event) =>
+        busy(event.currentTarget, `${machine.active ? 'Deactivating' : 'Activating'} ${machine.hardware_id}…`, async () => {
+          const change = await (await call('POST', `/api/machines/${encodeURIComponent(machine.id)}/${verb}`, { body: {} })).json();
+          await show();
+          return [`Machine ${machine.hardware_id} ${verb}d.`, ...change.warnings].join(' ');
+        }),
+      ));
+    }
+    cell(row, '').replaceChildren(actions);
+    body.append(row);
+  }
+  if (machines.length === 0) {
+    const row = document.createElement('tr');
+    cell(row, 'No machines yet.').colSpan = 8;
     body.append(row);
   }
 }
@@ -197,13 +246,29 @@ async function loadSigningKey() {
 }
 
 async function show() {
-  const signedIn = Boolean(token());
+  let signedIn = Boolean(token());
+  if (signedIn) {
+    try {
+      scopes = (await (await call('GET', '/api/whoami')).json()).scopes;
+    } catch (error) {
+      if (error.message !== 'unauthorized') say(error.message, true);
+      signedIn = Boolean(token());
+      scopes = [];
+    }
+  }
   $('#sign-in').hidden = signedIn;
   $('#nav').hidden = !signedIn;
-  for (const id of ['#backups', '#licenses', '#signing-key']) $(id).hidden = !signedIn;
+  // What the token cannot do is not shown at all, rather than shown and refused.
+  const visible = { '#backups': may('backups'), '#licenses': may('read'), '#machines': may('read'), '#signing-key': may('read') };
+  for (const [id, allowed] of Object.entries(visible)) {
+    $(id).hidden = !signedIn || !allowed;
+    $(`#nav a[href="${id}"]`).hidden = !signedIn || !allowed;
+  }
+  $('#create-backup').hidden = !may('backups');
+  for (const header of document.querySelectorAll('.needs-licenses')) header.hidden = !may('licenses');
   if (!signedIn) return;
   try {
-    await Promise.all([loadBackups(), loadLicenses(), loadSigningKey()]);
+    await Promise.all([may('backups') ? loadBackups() : undefined, may('read') ? loadLicenses() : undefined, may('read') ? loadSigningKey() : undefined]);
   } catch (error) {
     if (error.message !== 'unauthorized') say(error.message, true);
   }
@@ -222,7 +287,7 @@ document.addEventListener('DOMContentLoaded', () => {
     sessionStorage.setItem(TOKEN_KEY, $('#token').value.trim());
     $('#token').value = '';
     try {
-      await call('GET', '/api/signing-key');
+      await call('GET', '/api/whoami');
       say('Signed in.');
       await show();
     } catch (error) {

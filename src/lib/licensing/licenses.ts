@@ -195,13 +195,13 @@ const SELECT = `SELECT l.id, l.license_key, l.customer_id, c.name AS customer_na
 
 /**
  * Finds a license by its id or by its key (typed loosely: case, spaces and look-alikes
- * forgiven). `seatsAt` also counts the machines holding a seat at that time, a query the
- * validation hot path does without.
+ * forgiven), with the machines holding a seat at `seatsAt` (default: now) counted, unless
+ * `seats: false`: a query the validation hot path does without.
  */
-export async function getLicense(db: Queryable, reference: string, options: { seatsAt?: Date } = {}): Promise<License> {
+export async function getLicense(db: Queryable, reference: string, options: { seatsAt?: Date; seats?: false } = {}): Promise<License> {
   const rows = await db.query(`${SELECT} WHERE ${licenseWhere(reference)}`, [licenseParam(reference)]);
   if (!rows[0]) throw new LicenseServerError('LICENSE_NOT_FOUND', `no license matches ${describeReference(reference)}`);
-  const [license] = await withEntitlements(db, rows, options.seatsAt);
+  const [license] = await withEntitlements(db, rows, options.seats === false ? undefined : (options.seatsAt ?? new Date()));
   return license!;
 }
 

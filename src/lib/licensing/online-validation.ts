@@ -176,7 +176,7 @@ export async function findLicenseByKey(db: Queryable, key: string): Promise<Lice
   // An id is not a key: looking one up by id here would make ids guessable credentials.
   if (/^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(key) || key.length > 64) return undefined;
   try {
-    return await getLicense(db, key);
+    return await getLicense(db, key, { seats: false });
   } catch (error) {
     if (isLicenseServerError(error) && (error.code === 'LICENSE_NOT_FOUND' || error.code === 'INVALID_ID')) return undefined;
     throw error;

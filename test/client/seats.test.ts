@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import { openDatabase } from '../../src/lib/storage/open.js';
+import { eventually, FakeClock } from '../support/fake-clock.js';
+import { CountingProxy, LicenseFixture, type FixtureLicense } from '../support/license-fixture.js';
+
+const MINUTE = 60_000;
+
+/** The client library and the seats of a license: refusals that purge, release(), lease renewal. */
+describe('the client library and machine seats, against a real serve process', function () {
+  this.timeout(60_000);
+  let fixture: LicenseFixture;
+
+  before(async () => {
+    fixture = await LicenseFixture.start();
+  });
+  afterEach(() => fixture.closeClients());
+  after(() => fixture.cleanup());
+
+  const floatingLicense = async (): Promise<FixtureLicense> => {
+    const license = (await fixture.api('POST', '/api/licenses', {
+      customer_id: fixture.customerId, type: 'time_based', valid_until: '2099-01-01', max_machines: 1, floating: true, lease_hours: 1,
+    })).body;
+    return { id: license.id, key: license.key, licenseFile: path.join(fixture.work, 'none.lic') };
+  };
+  const graceFiles = (dir: string) => readdirSync(path.join(fixture.work, dir), { recursive: true }).map(String).filter((name) => name.endsWith('grace.json'));
+  const withDatabase = async <T>(work: (db: Awaited<ReturnType<typeof openDatabase>>) => Promise<T>): Promise<T> => {
+    const db = await openDatabase(fixture.databaseUrl);
+    try {
+      return await work(db);
+    } finally {
+      await db.close();
+    }
+  };
+
+  it('takes MACHINE_LIMIT_EXCEEDED as final: the cached grace token is purged and the offline tiers refuse', async () => {
+    const license = await floatingLicense();
+    const b = fixture.client({ hardwareId: 'seat-b', offline: { cacheDir: path.join(fixture.work, 'cache-b') } }, license);
+    assert.equal((await b.validate()).valid, true);
+    assert.equal(graceFiles('cache-b').length, 1);
+    // B's lease runs out (as after an hour without validating), and A takes the only seat.
+    await withDatabase((db) => db.execute('UPDATE machines SET lease_expires_at = ? WHERE license_id = ?', [new Date(Date.now() - 1000).toISOString(), license.id]));
+    assert.equal((await fixture.client({ hardwareId: 'seat-a' }, license).validate()).valid, true);
+    const refused = await b.validate();
+    assert.equal(refused.valid, false);
+    assert.equal(refused.isOffline, false);
+    assert.equal(refused.reason, 'MACHINE_LIMIT_EXCEEDED');
+    assert.equal(graceFiles('cache-b').length, 0, 'grace token purged');
+    await fixture.stopServer();
+    try {
+      const offline = await b.validate();
+      assert.equal(offline.valid, false, 'no offline tier vouches for a machine the server refused');
+    } finally {
+      await fixture.startServer();
+    }
+  });
+
+  it('release() gives a floating seat back at once and deletes the grace token that was the lease', async () => {
+    const license = await floatingLicense();
+    const a = fixture.client({ hardwareId: 'release-a', offline: { cacheDir: path.join(fixture.work, 'cache-release-a') } }, license);
+    const b = fixture.client({ hardwareId: 'release-b', offline: { cacheDir: path.join(fixture.work, 'cache-release-b') } }, license);
+    assert.equal((await a.validate()).valid, true);
+    assert.equal((await b.validate()).reason, 'MACHINE_LIMIT_EXCEEDED');
+    assert.equal(graceFiles('cache-release-a').length, 1);
+    assert.deepEqual(await a.release(), { released: true, message: 'the lease has ended; the seat is free' });
+    assert.equal(graceFiles('cache-release-a').length, 0, 'the grace token of the released seat is gone');
+    assert.equal((await b.validate()).valid, true, 'the seat went to the other machine');
+    assert.deepEqual(await a.release(), { released: false, message: 'this machine held no lease' });
+    await fixture.stopServer();
+    try {
+      await assert.rejects(a.release(), (error: Error & { code?: string }) => error.code === 'SERVER_UNREACHABLE');
+    } finally {
+      await fixture.startServer();
+    }
+  });
+
+  it('renews a floating lease halfway through it, as part of its own schedule', async () => {
+    const license = await floatingLicense();
+    const proxy = await CountingProxy.start(() => `http://${fixture.addr}`);
+    try {
+      const clock = new FakeClock();
+      const client = fixture.client({ hardwareId: 'renewing', serverAddr: proxy.addr, clock }, license);
+      assert.equal((await client.validate()).valid, true);
+      assert.equal(proxy.count('/api/v1/validate'), 1);
+      clock.advance(29 * MINUTE);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(proxy.count('/api/v1/validate'), 1, 'not before half the lease');
+      clock.advance(2 * MINUTE);
+      await eventually(() => proxy.count('/api/v1/validate') === 2, 'a renewal at half the lease');
+      clock.advance(31 * MINUTE);
+      await eventually(() => proxy.count('/api/v1/validate') === 3, 'and again after that');
+      client.close();
+      clock.advance(120 * MINUTE);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(proxy.count('/api/v1/validate'), 3, 'a closed client renews nothing');
+    } finally {
+      await proxy.close();
+    }
+    assert.ok(!existsSync(path.join(fixture.work, 'none.lic')));
+  });
+});
