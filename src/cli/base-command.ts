@@ -1,5 +1,7 @@
 import { userInfo } from 'node:os';
-import { Command, Flags, type Interfaces } from '@oclif/core';
+import type { Interfaces } from '@oclif/core';
+import { Command } from '@oclif/core/command';
+import * as Flags from '@oclif/core/flags';
 import type { ResolvedConfig } from '../lib/config/resolve.js';
 import type { OperationContext } from '../lib/context.js';
 import { EXIT, isLicenseServerError, LicenseServerError } from '../lib/errors.js';

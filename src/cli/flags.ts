@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 
 export const pagingFlags = {
   limit: Flags.integer({ description: 'At most this many rows (1-10000).', default: 100 }),

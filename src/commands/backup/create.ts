@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatBytes, withProgress } from '../../cli/progress.js';
 import type { BackupRecord } from '../../lib/backup/repository.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatRecord } from '../../cli/output.js';
 import { createEntitlement, type Entitlement } from '../../lib/licensing/entitlements.js';

@@ -1,6 +1,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import { Args, Flags } from '@oclif/core';
+import * as Args from '@oclif/core/args';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { checkoutLicense, type CheckoutResult } from '../../lib/offline/checkout.js';

@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 
 export default class NotificationsPreview extends BaseCommand<typeof NotificationsPreview> {

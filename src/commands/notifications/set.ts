@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { describeFsError } from '../../lib/fs-errors.js';

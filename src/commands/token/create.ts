@@ -1,4 +1,4 @@
-import { Flags } from '@oclif/core';
+import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { createAdminToken, parseScopes, type AdminToken } from '../../lib/admin-tokens.js';
 import { parseDuration } from '../../lib/duration.js';
