@@ -260,6 +260,37 @@ export async function setLicenseActive(db: Database, reference: string, active: 
   });
 }
 
+/**
+ * The license with this key plus one machine of it, and its decryption key, in one query:
+ * online validation's hot path, where a round trip saved per request is most of what
+ * tracking machines costs. The machine's columns come back as `m_<column>`.
+ */
+export async function getLicenseWithMachine(
+  db: Queryable,
+  key: string,
+  hardwareId: string,
+): Promise<{ license: License; machine: Row | undefined; decryptionKey: Buffer | null } | undefined> {
+  const normalized = normalizeLicenseKey(key);
+  if (!normalized) return undefined;
+  const rows = await db.query(
+    `${SELECT.replace(' FROM licenses l', `, l.decryption_key AS license_decryption_key, m.id AS m_id, m.license_id AS m_license_id,
+      m.hardware_id AS m_hardware_id, m.name AS m_name, m.client_version AS m_client_version, m.active AS m_active,
+      m.first_seen AS m_first_seen, m.last_seen AS m_last_seen, m.lease_expires_at AS m_lease_expires_at,
+      m.offline_until AS m_offline_until, m.deactivated_at AS m_deactivated_at
+      FROM licenses l`)}
+     LEFT JOIN machines m ON m.license_id = l.id AND m.hardware_id = ?
+     WHERE l.license_key = ?`,
+    [hardwareId, normalized],
+  );
+  const row = rows[0];
+  if (!row) return undefined;
+  const [license] = await withEntitlements(db, [row]);
+  const machine = row.m_id === null || row.m_id === undefined
+    ? undefined
+    : Object.fromEntries([...Object.entries(row).filter(([name]) => name.startsWith('m_')).map(([name, value]) => [name.slice(2), value]), ['floating', row.floating]]);
+  return { license: license!, machine, decryptionKey: asBytesOrNull(row.license_decryption_key) };
+}
+
 function licenseWhere(reference: string): string {
   return isUuid(reference) ? 'l.id = ?' : 'l.license_key = ?';
 }

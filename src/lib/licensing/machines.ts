@@ -82,9 +82,10 @@ export async function admitMachine(
   license: SeatPolicy,
   request: AdmissionRequest,
   context: OperationContext,
+  probed?: MachineProbe,
 ): Promise<Admission> {
   const at = now(context);
-  let row = await findMachineRow(tx, license.id, request.hardwareId);
+  let row = probed ? probed.row : await findMachineRow(tx, license.id, request.hardwareId);
   if (row && !asBool(row.active)) return deactivated(row);
   if (!(row && holdsSeat(row, license.floating, at)) && license.max_machines !== null) {
     if (engine === 'postgres') await tx.query('SELECT id FROM licenses WHERE id = ? FOR UPDATE', [license.id]);
@@ -127,6 +128,14 @@ export async function admitMachine(
     if (!asBool(row.active)) return deactivated(row);
   }
   return touch(tx, row, request, at);
+}
+
+/** What the caller already read of the machine (getLicenseWithMachine), saving a query. */
+export interface MachineProbe {
+  /** The machine's row, or undefined when the hardware ID is new to the license. */
+  readonly row: Row | undefined;
+  /** The license's decryption key (null: none). Never log it. */
+  readonly decryptionKey: Buffer | null;
 }
 
 async function touch(tx: Queryable, row: Row, request: AdmissionRequest, at: Date): Promise<Admission> {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { now, type OperationContext } from '../context.js';
 import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { encodeGraceToken } from './grace-token.js';
-import { getLicense, getLicenseDecryptionKey, type License } from './licenses.js';
+import { getLicense, getLicenseWithMachine, type License } from './licenses.js';
 import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
 import { admitMachine, releaseLease } from './machines.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
@@ -75,19 +75,28 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
   // One transaction: the license, its machine and its key are read and the seat taken as one
   // step, and under load the work of many validations shares one lock round (SqliteDatabase).
   const outcome = await db.transaction(async (tx) => {
-    const license = await findLicenseByKey(tx, request.license_key as string);
-    if (!license) return { refusal: { reason: 'LICENSE_NOT_FOUND' as const, message: 'no license has this key' } };
+    const key = request.license_key as string;
+    // An id is not a key: looking one up by id here would make ids guessable credentials.
+    const found = looksLikeId(key) ? undefined : await getLicenseWithMachine(tx, key, hardwareId);
+    if (!found) return { refusal: { reason: 'LICENSE_NOT_FOUND' as const, message: 'no license has this key' } };
+    const { license } = found;
+    const probe = { row: found.machine, decryptionKey: license.has_decryption_key ? found.decryptionKey : null };
     const unusable = checkUsable(license, at);
-    if (unusable) return { refusal: unusable };
+    if (unusable) {
+      probe.decryptionKey?.fill(0);
+      return { refusal: unusable };
+    }
     const admission = await admitMachine(tx, db.engine, license, {
       hardwareId,
       clientVersion: version,
       ...(machineName === undefined ? {} : { name: machineName }),
       leaseUntil: graceEnd(license, at, context.graceHours),
-    }, context);
-    if (!admission.admitted) return { refusal: { reason: admission.reason, message: admission.message } };
-    const decryptionKey = license.has_decryption_key ? await getLicenseDecryptionKey(tx, license.id) : null;
-    return { license, admission, decryptionKey };
+    }, context, probe);
+    if (!admission.admitted) {
+      probe.decryptionKey?.fill(0);
+      return { refusal: { reason: admission.reason, message: admission.message } };
+    }
+    return { license, admission, decryptionKey: probe.decryptionKey };
   });
   if (!outcome.license) return { valid: false, ...outcome.refusal, server_time: serverTime };
   const { license, admission, decryptionKey } = outcome;
@@ -172,9 +181,13 @@ export async function releaseSeat(db: Database, request: { license_key: unknown;
 }
 
 /** The license with this key, or undefined for a malformed or unknown one. */
+function looksLikeId(key: string): boolean {
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(key) || key.length > 64;
+}
+
 export async function findLicenseByKey(db: Queryable, key: string): Promise<License | undefined> {
   // An id is not a key: looking one up by id here would make ids guessable credentials.
-  if (/^[0-9a-f]{8}-[0-9a-f]{4}-/i.test(key) || key.length > 64) return undefined;
+  if (looksLikeId(key)) return undefined;
   try {
     return await getLicense(db, key, { seats: false });
   } catch (error) {
