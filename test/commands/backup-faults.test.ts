@@ -8,29 +8,15 @@ import { createBackup } from '../../src/lib/backup/create.js';
 import { listBackups } from '../../src/lib/backup/repository.js';
 import { validateBackup } from '../../src/lib/backup/validate.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
-import { createCustomer } from '../../src/lib/customers.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { sqliteDriverPath } from '../../src/lib/storage/sqlite-driver.js';
-import { CLI, runCli, ok } from '../support/cli.js';
+import { killedAfter, runCli, ok } from '../support/cli.js';
 import { createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
 import { startServe } from '../support/serve.js';
 
 const KEY = 'cd'.repeat(32);
 
 
-/** Starts the CLI and SIGKILLs it after `afterMs`; resolves when it is gone. */
-function killedAfter(args: string[], env: Record<string, string>, afterMs: number): Promise<number | null> {
-  return new Promise((resolve) => {
-    const clean: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('LICENSE_')) clean[k] = v;
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: 'ignore' });
-    const timer = setTimeout(() => child.kill('SIGKILL'), afterMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-  });
-}
 
 async function customerIds(url: string): Promise<string> {
   const db = await openDatabase(url);

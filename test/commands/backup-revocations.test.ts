@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { authenticateAdminToken } from '../../src/lib/admin-tokens.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { CLI, ok, runCli } from '../support/cli.js';
+import { killedAfter, ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 import { api, startServe } from '../support/serve.js';
 
@@ -177,16 +176,3 @@ forEachEngine('restore keeps revocations made after the backup', (fixture) => {
   });
 });
 
-/** Starts the CLI and SIGKILLs it after `afterMs`; resolves when it is gone. */
-function killedAfter(args: string[], env: Record<string, string>, afterMs: number): Promise<number | null> {
-  return new Promise((resolve) => {
-    const clean: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('LICENSE_')) clean[k] = v;
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: 'ignore' });
-    const timer = setTimeout(() => child.kill('SIGKILL'), afterMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve(code);
-    });
-  });
-}

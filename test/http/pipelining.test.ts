@@ -4,24 +4,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { rawConnection, requestLog } from '../support/raw-socket.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
+import { prng } from '../support/prng.js';
 
 /** One request as it goes on the wire, with an X-Request-Id to find it in the log. */
 function wire(method: string, route: string, id: string, headers: Record<string, string> = {}): string {
   const lines = [`${method} ${route} HTTP/1.1`, 'Host: x', `X-Request-Id: ${id}`, ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`)];
   if (method === 'POST') lines.push('Content-Length: 0');
   return `${lines.join('\r\n')}\r\n\r\n`;
-}
-
-/** mulberry32: seedable, so a failing run can be repeated with PIPELINE_SEED. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('pipelined requests on connections that die', function () {

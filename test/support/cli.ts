@@ -52,3 +52,17 @@ export function ok(result: CliResult): CliResult {
   assert.equal(result.code, 0, `exit ${result.code}\nstdout: ${result.stdout}\nstderr: ${result.stderr}`);
   return result;
 }
+
+/** Starts the CLI and SIGKILLs it after `afterMs`; resolves when it is gone. */
+export function killedAfter(args: string[], env: Record<string, string>, afterMs: number): Promise<number | null> {
+  return new Promise((resolve) => {
+    const clean: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('LICENSE_')) clean[k] = v;
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: 'ignore' });
+    const timer = setTimeout(() => child.kill('SIGKILL'), afterMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code);
+    });
+  });
+}

@@ -10,6 +10,7 @@ import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
+import { seatHeld } from './machines.js';
 import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from '../validate.js';
 
 export const LICENSE_TYPES = ['time_based', 'usage_based', 'hybrid'] as const;
@@ -332,12 +333,11 @@ async function withEntitlements(db: Queryable, rows: Row[], seatsAt?: Date): Pro
       byLicense.set(String(grant.license_id), list);
     }
     if (seatsAt) {
-      const stamp = seatsAt.toISOString();
+      const held = seatHeld(seatsAt);
       const counts = await db.query(
         `SELECT m.license_id, count(*) AS used FROM machines m JOIN licenses l ON l.id = m.license_id
-         WHERE m.license_id IN (${marks}) AND ((m.active = ? AND l.floating = ?) OR m.lease_expires_at > ? OR m.offline_until > ?)
-         GROUP BY m.license_id`,
-        [...chunk, true, false, stamp, stamp],
+         WHERE m.license_id IN (${marks}) AND ${held.sql} GROUP BY m.license_id`,
+        [...chunk, ...held.params],
       );
       for (const count of counts) seats.set(String(count.license_id), Number(count.used));
     }

@@ -176,6 +176,15 @@ function holdsSeat(row: Row, floating: boolean, at: Date): boolean {
   return (lease !== null && Date.parse(lease) > stamp) || (offline !== null && Date.parse(offline) > stamp);
 }
 
+/**
+ * The rule in the comment on Machine as SQL over `machines m JOIN licenses l`, for lists and
+ * counts of many licenses at once.
+ */
+export function seatHeld(at: Date): { readonly sql: string; readonly params: SqlValue[] } {
+  const stamp = at.toISOString();
+  return { sql: '((m.active = ? AND l.floating = ?) OR m.lease_expires_at > ? OR m.offline_until > ?)', params: [true, false, stamp, stamp] };
+}
+
 /** Seats in use now, by the rule in the comment on Machine. */
 export async function countSeats(db: Queryable, license: Pick<SeatPolicy, 'id' | 'floating'>, at: Date): Promise<number> {
   const stamp = at.toISOString();
@@ -221,10 +230,9 @@ export async function listMachines(db: Queryable, filter: MachineFilter = {}, at
     params.push(parseUuid(filter.licenseId, 'license id'));
   }
   if (filter.holdingSeat !== undefined) {
-    const stamp = at.toISOString();
-    const holding = '((m.active = ? AND l.floating = ?) OR m.lease_expires_at > ? OR m.offline_until > ?)';
-    where.push(filter.holdingSeat ? holding : `NOT ${holding}`);
-    params.push(true, false, stamp, stamp);
+    const holding = seatHeld(at);
+    where.push(filter.holdingSeat ? holding.sql : `NOT ${holding.sql}`);
+    params.push(...holding.params);
   }
   const limit = checkLimit(filter.limit ?? 100);
   const offset = checkOffset(filter.offset ?? 0);
