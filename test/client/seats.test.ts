@@ -3,17 +3,18 @@ import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { eventually, FakeClock } from '../support/fake-clock.js';
+import { forEachEngine } from '../support/engines.js';
 import { CountingProxy, LicenseFixture, type FixtureLicense } from '../support/license-fixture.js';
 
 const MINUTE = 60_000;
 
 /** The client library and the seats of a license: refusals that purge, release(), lease renewal. */
-describe('the client library and machine seats, against a real serve process', function () {
-  this.timeout(60_000);
+forEachEngine('the client library and machine seats, against a real serve process', (engine) => {
   let fixture: LicenseFixture;
 
-  before(async () => {
-    fixture = await LicenseFixture.start();
+  before(async function () {
+    this.timeout(60_000);
+    fixture = await LicenseFixture.start({}, await engine.freshUrl());
   });
   afterEach(() => fixture.closeClients());
   after(() => fixture.cleanup());

@@ -44,9 +44,10 @@ export class LicenseFixture {
     private readonly env: Record<string, string>,
   ) {}
 
-  static async start(env: Record<string, string> = {}): Promise<LicenseFixture> {
+  /** On SQLite in its own folder, unless `databaseUrl` names another store (a PostgreSQL database). */
+  static async start(env: Record<string, string> = {}, databaseUrl?: string): Promise<LicenseFixture> {
     const work = mkdtempSync(path.join(tmpdir(), 'license-client-'));
-    const fixture = new LicenseFixture(work, await freePort(), path.join(work, 'server', 'license-server.db'), env);
+    const fixture = new LicenseFixture(work, await freePort(), databaseUrl ?? path.join(work, 'server', 'license-server.db'), env);
     await fixture.startServer();
     fixture.token = fixture.serve!.token!;
     fixture.pem = (await fixture.api('GET', '/api/signing-key')).body.public_key_pem;

@@ -27,12 +27,14 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'licenses',
       handle: async ({ params, body, actor }) => {
-        expectFields(body, [], ['valid_from', 'valid_until', 'max_machines', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata']);
+        expectFields(body, [], ['valid_from', 'valid_until', 'max_machines', 'floating', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata']);
+        if (body.floating !== undefined && typeof body.floating !== 'boolean') throw new LicenseServerError('INVALID_INPUT', 'floating must be true or false');
         const update: LicenseUpdate = {
           ...(body.valid_from === undefined ? {} : { validFrom: asString(body.valid_from, 'valid_from') }),
           ...(body.valid_until === undefined ? {} : { validUntil: asString(body.valid_until, 'valid_until') }),
           ...(body.max_machines === undefined ? {} : { maxMachines: body.max_machines as number | null }),
           ...(body.lease_hours === undefined ? {} : { leaseHours: body.lease_hours as number }),
+          ...(body.floating === undefined ? {} : { floating: body.floating as boolean }),
           ...(body.add_entitlements === undefined ? {} : { addEntitlements: asGrants(body.add_entitlements, 'add_entitlements') }),
           ...(body.remove_entitlements === undefined ? {} : { removeEntitlements: asCodes(body.remove_entitlements) }),
           ...(body.set_limits === undefined ? {} : { setLimits: asGrants(body.set_limits, 'set_limits') }),

@@ -1,7 +1,7 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
-import type { Database, Queryable } from '../storage/types.js';
+import type { Database, Queryable, SqlValue } from '../storage/types.js';
 import { describe, truncateToSeconds } from '../validate.js';
 import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
 import { parseDuration } from '../duration.js';
@@ -20,6 +20,8 @@ export interface LicenseUpdate {
   readonly validUntil?: Date | string;
   /** null removes the limit. */
   readonly maxMachines?: number | null;
+  /** Switch between floating seats (leases) and node-locked machines; needs a machine limit. */
+  readonly floating?: boolean;
   readonly leaseHours?: number;
   readonly addEntitlements?: readonly EntitlementGrant[];
   readonly removeEntitlements?: readonly string[];
@@ -45,8 +47,8 @@ export async function updateLicense(db: Database, reference: string, update: Lic
     const changes: Record<string, { before: unknown; after: unknown }> = {};
     const warnings: string[] = [];
     const sets: string[] = [];
-    const params: Array<string | number | null> = [];
-    const set = (column: string, beforeValue: unknown, afterValue: string | number | null, shown: unknown = afterValue) => {
+    const params: SqlValue[] = [];
+    const set = (column: string, beforeValue: unknown, afterValue: SqlValue, shown: unknown = afterValue) => {
       if (JSON.stringify(beforeValue) === JSON.stringify(shown)) return;
       sets.push(`${column} = ?`);
       params.push(afterValue);
@@ -66,20 +68,13 @@ export async function updateLicense(db: Database, reference: string, update: Lic
     set('valid_from', before.valid_from, validFrom);
     set('valid_until', before.valid_until, validUntil);
 
-    if (parsed.maxMachines !== undefined) {
-      set('max_machines', before.max_machines, parsed.maxMachines);
-      if (parsed.maxMachines === null && before.floating) {
-        throw new LicenseServerError('INVALID_INPUT', 'a floating license needs a machine limit: its seats are what the machines share');
-      }
-      const inUse = before.machines_in_use ?? 0;
-      if (parsed.maxMachines !== null && inUse > parsed.maxMachines) {
-        const holding = await listMachines(tx, { licenseId: before.id, holdingSeat: true, limit: 1000 }, at);
-        warnings.push(
-          `${inUse} machines hold a seat, more than the new limit of ${parsed.maxMachines}; none is dropped, and no new machine is admitted until fewer hold one:\n` +
-            holding.map((machine) => `  ${machine.id}  ${machine.hardware_id}${machine.name ? ` (${machine.name})` : ''}`).join('\n'),
-        );
-      }
+    const maxMachines = parsed.maxMachines === undefined ? before.max_machines : parsed.maxMachines;
+    const floating = parsed.floating ?? before.floating;
+    if (floating && maxMachines === null) {
+      throw new LicenseServerError('INVALID_INPUT', 'a floating license needs a machine limit: its seats are what the machines share');
     }
+    if (parsed.maxMachines !== undefined) set('max_machines', before.max_machines, parsed.maxMachines);
+    if (parsed.floating !== undefined) set('floating', before.floating, parsed.floating);
     if (parsed.leaseHours !== undefined) set('lease_hours', before.lease_hours, parsed.leaseHours);
     if (parsed.metadata !== undefined) {
       const merged = dropEmpty({ ...before.metadata, ...parsed.metadata });
@@ -89,6 +84,16 @@ export async function updateLicense(db: Database, reference: string, update: Lic
     await changeEntitlements(tx, before, parsed, changes, warnings);
     if (Object.keys(changes).length === 0) return { license: before, changes, warnings };
     await tx.execute(`UPDATE licenses SET ${[...sets, 'updated_at = ?'].join(', ')} WHERE id = ?`, [...params, at.toISOString(), before.id]);
+    // Seats are counted by the new terms (a switch to node-locked makes every active machine hold one).
+    if (maxMachines !== null && (changes.max_machines || changes.floating)) {
+      const holding = await listMachines(tx, { licenseId: before.id, holdingSeat: true, limit: 1000 }, at);
+      if (holding.length > maxMachines) {
+        warnings.push(
+          `${holding.length} machines hold a seat, more than the ${changes.max_machines ? 'new ' : ''}limit of ${maxMachines}; none is dropped, and no new machine is admitted until fewer hold one:\n` +
+            holding.map((machine) => `  ${machine.id}  ${machine.hardware_id}${machine.name ? ` (${machine.name})` : ''}`).join('\n'),
+        );
+      }
+    }
     await recordAudit(tx, context, { action: 'license.updated', entityType: 'license', entityId: before.id, details: { changes } });
     return { license: await getLicense(tx, before.id, { seatsAt: at }), changes, warnings };
   });

@@ -190,6 +190,22 @@ forEachEngine('machines, seats and license changes', (fixture) => {
     assert.deepEqual((await updateLicense(db, license.id, { metadata: { crm_id: '' } }, operator)).license.metadata, {});
   });
 
+  it('switch a license between node-locked and floating, counting seats by the new terms', async () => {
+    const license = await newLicense({ maxMachines: 1, withDecryptionKey: false });
+    assert.ok((await validate(license, 'SW-1')).valid);
+    const toFloating = await updateLicense(db, license.id, { floating: true, leaseHours: 1 }, operator);
+    assert.deepEqual(toFloating.changes.floating, { before: false, after: true });
+    assert.equal(toFloating.license.floating, true);
+    time += 72 * HOUR + 1000; // SW-1's grace token (72 h, issued while node-locked) has ended
+    assert.ok((await validate(license, 'SW-2')).valid, 'on a floating license an idle machine holds no seat');
+    time += HOUR + 1000;
+    assert.ok((await validate(license, 'SW-1')).valid);
+    const back = await updateLicense(db, license.id, { floating: false }, operator);
+    assert.match(back.warnings[0]!, /^2 machines hold a seat, more than the limit of 1; none is dropped/);
+    const unlimited = await newLicense();
+    await refused(updateLicense(db, unlimited.id, { floating: true }, operator), 'INVALID_INPUT');
+  });
+
   it('refuse bad changes with a stable code and change nothing', async () => {
     const license = await newLicense({ entitlements: [{ code: 'api.calls', usageLimit: 10 }] });
     const before = await getLicense(db, license.id);
