@@ -73,27 +73,9 @@ export interface NewAdminToken {
 export async function createAdminToken(db: Database, input: NewAdminToken, context: OperationContext): Promise<IssuedAdminToken> {
   const name = requireNonEmpty(input.name, 'token name', 100);
   const scopes = parseScopes(input.scopes ?? ['admin']);
-  const at = now(context);
-  const expiresAt = input.expiresInMs === undefined ? null : new Date(at.getTime() + input.expiresInMs).toISOString();
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  const id = randomUUID();
   try {
-    const record = await db.transaction(async (tx) => {
-      if ((await tx.query('SELECT 1 FROM admin_tokens WHERE name = ?', [name])).length > 0) {
-        throw new LicenseServerError('TOKEN_NAME_EXISTS', `a token named ${describe(name)} exists or existed; names are never reused`);
-      }
-      await tx.execute(
-        `INSERT INTO admin_tokens (id, name, scopes, expires_at, token_hash, token_prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        [id, name, scopes.join(' '), expiresAt, hashToken(token), token.slice(0, SHOWN_PREFIX_LENGTH), context.actor, at.toISOString()],
-      );
-      await recordAudit(tx, context, {
-        action: 'token.created',
-        entityType: 'admin_token',
-        entityId: id,
-        details: { name, scopes, expires_at: expiresAt },
-      });
-      return getToken(tx, id);
-    });
+    const record = await db.transaction((tx) => insertToken(tx, { name, scopes, expiresInMs: input.expiresInMs }, token, context));
     return { token, record };
   } catch (error) {
     if (isUniqueViolation(error)) {
@@ -101,6 +83,32 @@ export async function createAdminToken(db: Database, input: NewAdminToken, conte
     }
     throw error;
   }
+}
+
+async function insertToken(
+  tx: Queryable,
+  input: { name: string; scopes: readonly Scope[]; expiresInMs?: number | undefined },
+  token: string,
+  context: OperationContext,
+): Promise<AdminToken> {
+  const { name, scopes } = input;
+  const at = now(context);
+  const expiresAt = input.expiresInMs === undefined ? null : new Date(at.getTime() + input.expiresInMs).toISOString();
+  const id = randomUUID();
+  if ((await tx.query('SELECT 1 FROM admin_tokens WHERE name = ?', [name])).length > 0) {
+    throw new LicenseServerError('TOKEN_NAME_EXISTS', `a token named ${describe(name)} exists or existed; names are never reused`);
+  }
+  await tx.execute(
+    `INSERT INTO admin_tokens (id, name, scopes, expires_at, token_hash, token_prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    [id, name, scopes.join(' '), expiresAt, hashToken(token), token.slice(0, SHOWN_PREFIX_LENGTH), context.actor, at.toISOString()],
+  );
+  await recordAudit(tx, context, {
+    action: 'token.created',
+    entityType: 'admin_token',
+    entityId: id,
+    details: { name, scopes, expires_at: expiresAt },
+  });
+  return getToken(tx, id);
 }
 
 export async function listAdminTokens(db: Queryable, options: { includeRevoked?: boolean } = {}): Promise<AdminToken[]> {
@@ -197,18 +205,22 @@ function toToken(row: Row): AdminToken {
 
 /**
  * The first admin token of a fresh installation, named "bootstrap": created only while no
- * live token exists, so it is returned (and shown) exactly once. Concurrent first starts
- * on one database race on the unique live name, and only one of them wins.
+ * live token exists, so it is returned (and shown) exactly once. The check and the insert
+ * are one transaction that excludes other writers of admin_tokens (PostgreSQL: a table lock;
+ * SQLite: the write lock every transaction holds), so of several first starts on one
+ * database exactly one makes it. Names are never reused: after the first bootstrap token was
+ * revoked, the next one is bootstrap-2.
  */
 export async function bootstrapAdminToken(db: Database, context: OperationContext): Promise<string | undefined> {
   if ((await listAdminTokens(db)).length > 0) return undefined;
-  // Names are never reused: after the first bootstrap token was revoked, the next is bootstrap-2.
-  const earlier = await db.query("SELECT count(*) AS n FROM admin_tokens WHERE name = 'bootstrap' OR name LIKE 'bootstrap-%'");
-  const count = Number(earlier[0]?.n ?? 0);
-  try {
-    return (await createAdminToken(db, { name: count === 0 ? 'bootstrap' : `bootstrap-${count + 1}`, scopes: ['admin'] }, context)).token;
-  } catch (error) {
-    if (error instanceof LicenseServerError && error.code === 'TOKEN_NAME_EXISTS') return undefined;
-    throw error;
-  }
+  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const created = await db.transaction(async (tx) => {
+    if (db.engine === 'postgres') await tx.query('LOCK TABLE admin_tokens IN SHARE ROW EXCLUSIVE MODE');
+    if ((await tx.query('SELECT 1 FROM admin_tokens WHERE revoked_at IS NULL')).length > 0) return false;
+    const earlier = await tx.query("SELECT count(*) AS n FROM admin_tokens WHERE name = 'bootstrap' OR name LIKE 'bootstrap-%'");
+    const count = Number(earlier[0]?.n ?? 0);
+    await insertToken(tx, { name: count === 0 ? 'bootstrap' : `bootstrap-${count + 1}`, scopes: ['admin'] }, token, context);
+    return true;
+  });
+  return created ? token : undefined;
 }

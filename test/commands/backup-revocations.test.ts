@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { authenticateAdminToken } from '../../src/lib/admin-tokens.js';
+import { ensureSigningKey } from '../../src/lib/signing-key.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { killedAfter, ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
@@ -115,6 +116,36 @@ forEachEngine('restore keeps revocations made after the backup', (fixture) => {
     assert.equal(ok(await cli(['customer', 'show', customer.id, '--json'])).json().active, true);
     assert.equal(await accepts(leaked.token), false, 'the token stays revoked regardless');
     assert.deepEqual(report.revocations.admin_tokens.map((t: { name: string }) => t.name), ['leaked']);
+  });
+
+  it('keeps machines deactivated after the backup deactivated, also one first seen after it, unless --no-keep-revocations', async () => {
+    const { cli, url } = await store('machines');
+    const db = await openDatabase(url);
+    try {
+      await ensureSigningKey(db, { actor: 'cli:test' }); // checkouts sign
+    } finally {
+      await db.close();
+    }
+    const customer = ok(await cli(['customer', 'create', '--name', 'Seats Ltd', '--json'])).json();
+    const license = ok(await cli(['license', 'create', '--customer', customer.id, '--type', 'time_based', '--valid-until', '2099-01-01', '--max-machines', '2', '--json'])).json();
+    const checkout = (host: string) => cli(['license', 'checkout', license.id, '--ttl-days', '1', '--hardware-id', host, '--out', path.join(work, `${host}-${randomUUID()}.lic`)]);
+    ok(await checkout('OLD-HOST'));
+    const backup = ok(await cli(['backup', 'create', '--json'])).json();
+    ok(await checkout('NEW-HOST'));
+    const machines = ok(await cli(['machine', 'list', '--license', license.id, '--json'])).json();
+    for (const machine of machines) ok(await cli(['machine', 'deactivate', machine.id]));
+    const byHost = (list: Array<{ hardware_id: string; active: boolean }>) => Object.fromEntries(list.map((m) => [m.hardware_id, m.active]));
+
+    const kept = ok(await cli(['backup', 'restore', backup.backup_id, '--yes', '--json'])).json();
+    assert.deepEqual(kept.revocations.machines.map((m: { hardware_id: string }) => m.hardware_id).sort(), ['NEW-HOST', 'OLD-HOST']);
+    assert.deepEqual(byHost(ok(await cli(['machine', 'list', '--license', license.id, '--json'])).json()), { 'OLD-HOST': false, 'NEW-HOST': false });
+    const again = await checkout('NEW-HOST');
+    assert.equal(again.code, 6, again.stderr);
+    assert.match(again.stderr, /MACHINE_DEACTIVATED/, 'a machine first seen after the backup does not come back as new');
+
+    const optedOut = ok(await cli(['backup', 'restore', backup.backup_id, '--yes', '--no-keep-revocations', '--json'])).json();
+    assert.equal(optedOut.revocations.keep, false);
+    assert.deepEqual(byHost(ok(await cli(['machine', 'list', '--license', license.id, '--json'])).json()), { 'OLD-HOST': true }, 'as the backup has them');
   });
 
   it('never lets a revoked token work, not even when the restore is killed at a random moment', async () => {

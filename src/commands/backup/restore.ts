@@ -8,7 +8,7 @@ import type { RestoreReport } from '../../lib/backup/restore.js';
 export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
   static override description = `Restore a backup: database, configuration and notification settings.
 Validates the backup first and takes a pre-restore backup of the current state. SQLite is swapped atomically; PostgreSQL is replaced in one transaction. Refuses while a daemon uses the database (restore through its API instead). Asks for confirmation on a terminal; scripts pass --yes.
-Revocations made after the backup survive it: admin tokens revoked in the replaced database stay revoked, always; licenses and customers deactivated there stay deactivated unless --no-keep-revocations. The report lists them.`;
+Revocations made after the backup survive it: admin tokens revoked in the replaced database stay revoked, always; licenses, customers and machines deactivated there stay deactivated unless --no-keep-revocations. The report lists them.`;
   static override examples = ['<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c', '<%= config.bin %> backup restore /mnt/usb/20261122T101500123Z-3f9a1c.backup.tar.gz.enc --yes'];
   static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file (e.g. copied to a new host).', required: true }) };
   static override flags = {
@@ -41,11 +41,12 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     const safety = report.pre_restore_backup_id ? `; the previous state is backup ${report.pre_restore_backup_id}` : '';
     this.say(`restored backup ${report.backup_id} (${report.engine}${migrated})${safety}`);
     if (report.replaced_config) this.say(`configuration restored; the replaced file is kept as ${report.replaced_config}`);
-    const { admin_tokens: tokens, licenses, customers, keep } = report.revocations;
+    const { admin_tokens: tokens, licenses, customers, machines, keep } = report.revocations;
     for (const token of tokens) this.say(`kept revoked: admin token "${token.name}" (${token.prefix}), revoked ${token.revoked_at}`);
     const state = keep ? 'kept deactivated' : 'active again, as in the backup (--no-keep-revocations)';
     for (const license of licenses) this.say(`${state}: license ${license.id} (${license.key_prefix})`);
     for (const customer of customers) this.say(`${state}: customer ${customer.id} (${customer.name})`);
+    for (const machine of machines) this.say(`${state}: machine ${machine.id} (${machine.hardware_id}) of license ${machine.license_id}`);
     return report;
   }
 

@@ -319,11 +319,11 @@ document.addEventListener('DOMContentLoaded', () => {
       const report = await (await call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body })).json();
       form.hidden = true;
       await show();
-      const { admin_tokens: tokens, licenses, customers, keep } = report.revocations;
+      const { admin_tokens: tokens, licenses, customers, machines = [], keep } = report.revocations;
       const carried = [
         tokens.length ? ` Kept revoked: ${tokens.map((t) => `token ${t.name}`).join(', ')}.` : '',
-        licenses.length + customers.length
-          ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`)].join(', ')}.`
+        licenses.length + customers.length + machines.length
+          ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`), ...machines.map((m) => `machine ${m.hardware_id}`)].join(', ')}.`
           : '',
       ].join('');
       return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.${carried}`;

@@ -16,6 +16,11 @@ import { CARRIED_TABLES, type RevocationCarry } from './revocations.js';
  * replaced data are read first (with writes to those tables locked out until the commit)
  * and re-applied before the commit, so they are never undone, not even for a moment.
  */
+async function hasTable(client: { query<R extends Row>(sql: string, params?: unknown[]): Promise<{ rows: R[] }> }, name: string): Promise<boolean> {
+  const result = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [name]);
+  return result.rows[0]!.present;
+}
+
 export async function restorePostgres(url: string, dumpFile: string, carry: RevocationCarry): Promise<void> {
   const client = await connect(url, 'license-server restore');
   const tx: Queryable = {
@@ -29,12 +34,13 @@ export async function restorePostgres(url: string, dumpFile: string, carry: Revo
       [[...CARRIED_TABLES]],
     );
     if (present.rows[0]!.n === CARRIED_TABLES.length) {
-      await client.query(`LOCK TABLE ${CARRIED_TABLES.join(', ')} IN SHARE MODE`);
-      await carry.read(tx);
+      const machines = await hasTable(client, 'machines');
+      await client.query(`LOCK TABLE ${[...CARRIED_TABLES, ...(machines ? ['machines'] : [])].join(', ')} IN SHARE MODE`);
+      await carry.read(tx, { machines });
     }
     for (const table of [...TABLES].reverse()) await client.query(`DROP TABLE IF EXISTS ${table.name} CASCADE`);
     await executeDump(client, dumpFile);
-    await carry.apply(tx);
+    await carry.apply(tx, { machines: await hasTable(client, 'machines') });
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

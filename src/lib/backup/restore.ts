@@ -181,6 +181,10 @@ async function preRestoreBackup(options: RestoreOptions, directory: string): Pro
  * re-applied to the snapshot, before the rename: the file is at every moment the old data
  * or the restored data with those revocations, never the restored data without them.
  */
+function hasSqliteTable(db: { prepare(sql: string): { get(...params: unknown[]): unknown } }, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
+}
+
 async function swapSqlite(database: string, snapshot: string, carry: RevocationCarry): Promise<void> {
   const { loadSqliteDriver } = await import('../storage/sqlite-driver.js');
   const Database = loadSqliteDriver();
@@ -189,7 +193,7 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
     const old = new Database(database, { timeout: 5000 });
     try {
       const tables = old.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (${CARRIED_TABLES.map(() => '?').join(', ')})`).get(...CARRIED_TABLES) as { n: number };
-      if (tables.n === CARRIED_TABLES.length) await carry.read(sqliteQueryable(old));
+      if (tables.n === CARRIED_TABLES.length) await carry.read(sqliteQueryable(old), { machines: hasSqliteTable(old, 'machines') });
       // Fold the old WAL into the old file first: a WAL left beside the new file would be replayed into it.
       old.pragma('wal_checkpoint(TRUNCATE)');
     } finally {
@@ -202,7 +206,7 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
   try {
     staged.exec('BEGIN IMMEDIATE');
     try {
-      await carry.apply(sqliteQueryable(staged));
+      await carry.apply(sqliteQueryable(staged), { machines: hasSqliteTable(staged, 'machines') });
       staged.exec('COMMIT');
     } catch (error) {
       staged.exec('ROLLBACK');

@@ -1,6 +1,6 @@
 import { licenseKeyPrefix } from '../licensing/license-key.js';
-import type { Queryable } from '../storage/types.js';
-import { asIso } from '../storage/values.js';
+import type { Queryable, Row, SqlValue } from '../storage/types.js';
+import { asBool, asIso } from '../storage/values.js';
 
 /**
  * A restore puts back the data of the backup, but must never put back a credential that was
@@ -11,18 +11,21 @@ import { asIso } from '../storage/values.js';
  *
  * - admin tokens revoked there are revoked again, with their original revoked_at, always;
  * - licenses and customers deactivated there but active in the backup stay deactivated,
- *   unless the operator asks for the backup's state (`keep` false).
+ *   unless the operator asks for the backup's state (`keep` false);
+ * - machines deactivated there stay deactivated on the same terms, also one first seen after
+ *   the backup (its row is copied in, deactivated, when its license is in the backup), so a
+ *   restore never lets a machine an operator shut out take a seat again.
  */
 export class RevocationCarry {
-  private revoked: Revoked = { adminTokens: [], licenses: [], customers: [] };
+  private revoked: Revoked = { adminTokens: [], licenses: [], customers: [], machines: [] };
   private carried: CarriedRevocations;
 
   constructor(private readonly keep: boolean) {
-    this.carried = { keep, admin_tokens: [], licenses: [], customers: [] };
+    this.carried = { keep, admin_tokens: [], licenses: [], customers: [], machines: [] };
   }
 
-  /** Reads the database about to be replaced (its tables must exist). */
-  async read(current: Queryable): Promise<void> {
+  /** Reads the database about to be replaced (its tables must exist; `machines` only when it has that table). */
+  async read(current: Queryable, options: { machines: boolean }): Promise<void> {
     this.revoked = {
       adminTokens: (await current.query('SELECT id, token_hash, revoked_at FROM admin_tokens WHERE revoked_at IS NOT NULL ORDER BY revoked_at, id')).map((row) => ({
         id: String(row.id),
@@ -31,12 +34,13 @@ export class RevocationCarry {
       })),
       licenses: (await current.query('SELECT id, updated_at FROM licenses WHERE active = ? ORDER BY id', [false])).map(deactivated),
       customers: (await current.query('SELECT id, updated_at FROM customers WHERE active = ? ORDER BY id', [false])).map(deactivated),
+      machines: options.machines ? await current.query(`SELECT ${MACHINE_COLUMNS} FROM machines WHERE active = ? ORDER BY id`, [false]) : [],
     };
   }
 
   /** Re-applies them to the restored data, before it becomes the live database. */
-  async apply(restored: Queryable): Promise<void> {
-    const carried: CarriedRevocations = { keep: this.keep, admin_tokens: [], licenses: [], customers: [] };
+  async apply(restored: Queryable, options: { machines: boolean }): Promise<void> {
+    const carried: CarriedRevocations = { keep: this.keep, admin_tokens: [], licenses: [], customers: [], machines: [] };
     if (this.revoked.adminTokens.length > 0) {
       const live = await restored.query('SELECT id, name, token_hash, token_prefix FROM admin_tokens WHERE revoked_at IS NULL');
       for (const token of this.revoked.adminTokens) {
@@ -65,6 +69,26 @@ export class RevocationCarry {
         carried.customers.push({ id: customer.id, name: String(row.name) });
       }
     }
+    // A backup from before machines existed gets its table by migration after the swap; what
+    // is carried then is only in the pre-restore backup (docs/backup-format.md says so).
+    if (this.revoked.machines.length > 0 && options.machines) {
+      for (const machine of this.revoked.machines) {
+        const [row] = await restored.query('SELECT id, active FROM machines WHERE license_id = ? AND hardware_id = ?', [machine.license_id as string, machine.hardware_id as string]);
+        if (row && !asBool(row.active)) continue;
+        if (!row && (await restored.query('SELECT 1 FROM licenses WHERE id = ?', [machine.license_id as string])).length === 0) continue;
+        if (this.keep) {
+          if (row) {
+            await restored.execute('UPDATE machines SET active = ?, deactivated_at = ? WHERE id = ?', [false, toSqlValue(machine.deactivated_at), String(row.id)]);
+          } else {
+            await restored.execute(
+              `INSERT INTO machines (${MACHINE_COLUMNS}) VALUES (${MACHINE_COLUMNS.split(',').map(() => '?').join(', ')})`,
+              MACHINE_COLUMNS.split(', ').map((column) => toSqlValue(machine[column])),
+            );
+          }
+        }
+        carried.machines.push({ id: String(row?.id ?? machine.id), license_id: String(machine.license_id), hardware_id: String(machine.hardware_id) });
+      }
+    }
     this.carried = carried;
   }
 
@@ -83,12 +107,23 @@ export interface CarriedRevocations {
   readonly admin_tokens: Array<{ readonly id: string; readonly name: string; readonly prefix: string; readonly revoked_at: string }>;
   readonly licenses: Array<{ readonly id: string; readonly key_prefix: string }>;
   readonly customers: Array<{ readonly id: string; readonly name: string }>;
+  readonly machines: Array<{ readonly id: string; readonly license_id: string; readonly hardware_id: string }>;
 }
 
 interface Revoked {
   readonly adminTokens: ReadonlyArray<{ readonly id: string; readonly tokenHash: string; readonly revokedAt: string }>;
   readonly licenses: ReadonlyArray<Deactivated>;
   readonly customers: ReadonlyArray<Deactivated>;
+  readonly machines: ReadonlyArray<Row>;
+}
+
+const MACHINE_COLUMNS = 'id, license_id, hardware_id, name, client_version, active, first_seen, last_seen, lease_expires_at, offline_until, deactivated_at';
+
+/** A value read from one engine, written back through the other's adapter. */
+function toSqlValue(value: unknown): SqlValue {
+  if (value === undefined || value === null) return null;
+  if (value instanceof Date) return value.toISOString();
+  return value as SqlValue;
 }
 
 interface Deactivated {
