@@ -43,3 +43,9 @@ export function queryBoolean(value: string | undefined, name: string): boolean |
   if (value === 'false') return false;
   throw new LicenseServerError('INVALID_INPUT', `query parameter "${name}" must be true or false`);
 }
+
+/** A body member the core expects as text; its content is checked there. */
+export function asString(value: unknown, name: string): string {
+  if (typeof value !== 'string') throw new LicenseServerError('INVALID_INPUT', `${name} must be a string`);
+  return value;
+}

@@ -11,7 +11,7 @@ import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { sqliteDriverPath } from '../../src/lib/storage/sqlite-driver.js';
 import { killedAfter, runCli, ok } from '../support/cli.js';
-import { createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
+import { usePostgresDatabase } from '../support/postgres.js';
 import { startServe } from '../support/serve.js';
 
 const KEY = 'cd'.repeat(32);
@@ -205,32 +205,26 @@ describe('backups under faults', function () {
   });
 
   describe('on PostgreSQL', () => {
-    let url: string | undefined;
-    before(async function () {
-      await requirePostgres(this);
-      url = await createTestDatabase();
-    });
-    after(async () => {
-      if (url) await dropTestDatabase(url);
-    });
+    const database = usePostgresDatabase();
 
     it('survives SIGKILL during restore: the transaction leaves the old or the new state', async () => {
-      const env = { LICENSE_DATABASE_URL: url!, LICENSE_BACKUP_PATH: path.join(work, 'pg-backups'), LICENSE_BACKUP_ENCRYPTION_KEY: KEY };
+      const url = database();
+      const env = { LICENSE_DATABASE_URL: url, LICENSE_BACKUP_PATH: path.join(work, 'pg-backups'), LICENSE_BACKUP_ENCRYPTION_KEY: KEY };
       ok(await runCli(['init'], { env }));
       ok(await runCli(['customer', 'create', '--name', 'first'], { env }));
-      await addCustomers(url!, 2000);
-      const stateB = await customerIds(url!);
+      await addCustomers(url, 2000);
+      const stateB = await customerIds(url);
       const backupB = ok(await runCli(['backup', 'create', '--json'], { env })).json().backup_id;
-      await addCustomers(url!, 300);
-      const stateA = await customerIds(url!);
+      await addCustomers(url, 300);
+      const stateA = await customerIds(url);
       const backupA = ok(await runCli(['backup', 'create', '--json'], { env })).json().backup_id;
       const states = new Map([[stateA, 'A'], [stateB, 'B']]);
       for (let i = 0; i < 12; i += 1) {
-        const current = states.get(await customerIds(url!));
+        const current = states.get(await customerIds(url));
         assert.ok(current, `after kill ${i} the database holds neither state`);
         await killedAfter(['backup', 'restore', current === 'A' ? backupB : backupA, '--yes'], env, 200 + Math.floor(Math.random() * 1500));
       }
-      assert.ok(states.has(await customerIds(url!)));
+      assert.ok(states.has(await customerIds(url)));
       const backups = await listBackups(env.LICENSE_BACKUP_PATH);
       for (const backup of backups.slice(0, 4)) {
         await validateBackup({ directory: env.LICENSE_BACKUP_PATH, reference: backup.backup_id, key: Buffer.from(KEY, 'hex'), scratchDatabaseUrl: url });

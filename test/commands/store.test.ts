@@ -6,7 +6,7 @@ import { TABLES } from '../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { ok, runCli, type CliResult } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
-import { createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
+import { usePostgresDatabase } from '../support/postgres.js';
 import { startServe } from '../support/serve.js';
 
 const HINT = 'Try: Point at the right store with --data-dir or LICENSE_DATA_DIR, --database-url or LICENSE_DATABASE_URL, or --config; or create a new one with `license-server init`.';
@@ -92,21 +92,15 @@ describe('commands without a store (SQLite)', () => {
 });
 
 describe('commands without a store (PostgreSQL)', () => {
-  let url: string | undefined;
-  before(async function () {
-    await requirePostgres(this);
-    url = await createTestDatabase();
-  });
-  after(async () => {
-    if (url) await dropTestDatabase(url);
-  });
+  const database = usePostgresDatabase();
 
   it('refuses a database without the license-server schema with DATABASE_NOT_FOUND, and creates no schema in it', async () => {
-    const env = { LICENSE_DATABASE_URL: url! };
+    const url = database();
+    const env = { LICENSE_DATABASE_URL: url };
     const expected = `the PostgreSQL database ${url} has no license-server schema yet (database.url from env LICENSE_DATABASE_URL)`;
     notFound(await runCli(['customer', 'list'], { env }), expected);
     notFound(await runCli(['signing-key', 'show'], { env }), expected);
-    assert.deepEqual(await rowCounts(url!), Object.fromEntries(TABLES.map((table) => [table.name, undefined])));
+    assert.deepEqual(await rowCounts(url), Object.fromEntries(TABLES.map((table) => [table.name, undefined])));
   });
 });
 

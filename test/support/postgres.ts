@@ -73,3 +73,23 @@ export async function dropAllTestDatabases(): Promise<void> {
     for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
   });
 }
+
+/**
+ * A fresh PostgreSQL database for the enclosing describe(): made before its tests (which
+ * need the server: under CI=true they fail without it, elsewhere they skip), dropped after.
+ * Returns a getter for its URL.
+ */
+export function usePostgresDatabase(): () => string {
+  let url: string | undefined;
+  before(async function () {
+    await requirePostgres(this);
+    url = await createTestDatabase();
+  });
+  after(async () => {
+    if (url) await dropTestDatabase(url);
+  });
+  return () => {
+    if (!url) throw new Error('the PostgreSQL test database is not made yet');
+    return url;
+  };
+}

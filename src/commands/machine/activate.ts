@@ -8,7 +8,7 @@ export default class MachineActivate extends BaseCommand<typeof MachineActivate>
   static override args = { id: Args.string({ description: 'Machine id (UUID), from `machine list`.', required: true }) };
 
   async run(): Promise<MachineChange> {
-    const change = await this.withDatabase((db) => reactivateMachine(db, db.engine, this.args.id, this.operationContext()));
+    const change = await this.withDatabase((db) => reactivateMachine(db, this.args.id, this.operationContext()));
     for (const warning of change.warnings) this.warnLine(warning);
     this.say(formatMachine(change.machine));
     return change;

@@ -9,7 +9,7 @@ import { asGrants } from './lifecycle.js';
 import { checkoutLicense } from '../../lib/offline/checkout.js';
 import { ensureSigningKey } from '../../lib/signing-key.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
-import { expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
+import { asString, expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
 import type { Route } from '../router.js';
 
 /** The admin API: the same operations as the command line, behind an admin bearer token. */
@@ -194,10 +194,6 @@ function wantsOctetStream(accept: string): boolean {
   return accept.split(',').some((part) => part.split(';')[0]!.trim().toLowerCase() === 'application/octet-stream');
 }
 
-function asString(value: unknown, name: string): string {
-  if (typeof value !== 'string') throw new LicenseServerError('INVALID_INPUT', `${name} must be a string`);
-  return value;
-}
 
 function asOptionalBoolean(value: unknown, name: string): boolean | undefined {
   if (value === undefined) return undefined;

@@ -5,7 +5,7 @@ import type { EntitlementGrant } from '../../lib/licensing/licenses.js';
 import { deactivateMachine, getMachine, listMachines, reactivateMachine } from '../../lib/licensing/machines.js';
 import { listUsageRecords } from '../../lib/licensing/usage-view.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
-import { expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
+import { asString, expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
 import type { Route } from '../router.js';
 
 /** The admin API of the license lifecycle: changes, renewals, usage, machines, and who is asking. */
@@ -115,16 +115,12 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       scope: 'licenses',
       handle: async ({ params, body, actor }) => {
         expectFields(body, []);
-        return { json: await reactivateMachine(deps.db, deps.db.engine, params.id!, context(actor)) };
+        return { json: await reactivateMachine(deps.db, params.id!, context(actor)) };
       },
     },
   ];
 }
 
-function asString(value: unknown, name: string): string {
-  if (typeof value !== 'string') throw new LicenseServerError('INVALID_INPUT', `${name} must be a string`);
-  return value;
-}
 
 function asCodes(value: unknown): string[] {
   if (!Array.isArray(value) || value.length > 1000 || !value.every((code) => typeof code === 'string')) {

@@ -1,4 +1,5 @@
 import { licenseKeyPrefix } from '../licensing/license-key.js';
+import { MACHINE_COLUMNS } from '../licensing/machines.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asIso } from '../storage/values.js';
 
@@ -34,7 +35,7 @@ export class RevocationCarry {
       })),
       licenses: (await current.query('SELECT id, updated_at FROM licenses WHERE active = ? ORDER BY id', [false])).map(deactivated),
       customers: (await current.query('SELECT id, updated_at FROM customers WHERE active = ? ORDER BY id', [false])).map(deactivated),
-      machines: options.machines ? await current.query(`SELECT ${MACHINE_COLUMNS} FROM machines WHERE active = ? ORDER BY id`, [false]) : [],
+      machines: options.machines ? await current.query(`SELECT ${MACHINE_COLUMNS.join(', ')} FROM machines WHERE active = ? ORDER BY id`, [false]) : [],
     };
   }
 
@@ -81,8 +82,8 @@ export class RevocationCarry {
             await restored.execute('UPDATE machines SET active = ?, deactivated_at = ? WHERE id = ?', [false, toSqlValue(machine.deactivated_at), String(row.id)]);
           } else {
             await restored.execute(
-              `INSERT INTO machines (${MACHINE_COLUMNS}) VALUES (${MACHINE_COLUMNS.split(',').map(() => '?').join(', ')})`,
-              MACHINE_COLUMNS.split(', ').map((column) => toSqlValue(machine[column])),
+              `INSERT INTO machines (${MACHINE_COLUMNS.join(', ')}) VALUES (${MACHINE_COLUMNS.map(() => '?').join(', ')})`,
+              MACHINE_COLUMNS.map((column) => toSqlValue(machine[column])),
             );
           }
         }
@@ -117,7 +118,6 @@ interface Revoked {
   readonly machines: ReadonlyArray<Row>;
 }
 
-const MACHINE_COLUMNS = 'id, license_id, hardware_id, name, client_version, active, first_seen, last_seen, lease_expires_at, offline_until, deactivated_at';
 
 /** A value read from one engine, written back through the other's adapter. */
 function toSqlValue(value: unknown): SqlValue {

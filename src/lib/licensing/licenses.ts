@@ -10,7 +10,7 @@ import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
-import { seatHeld } from './machines.js';
+import { MACHINE_COLUMNS, seatHeld } from './machines.js';
 import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from '../validate.js';
 
 export const LICENSE_TYPES = ['time_based', 'usage_based', 'hybrid'] as const;
@@ -189,10 +189,11 @@ export function toDate(value: Date | string, what: string, endOfDay: boolean): D
   return parseTimestamp(value, what, { endOfDay });
 }
 
-const SELECT = `SELECT l.id, l.license_key, l.customer_id, c.name AS customer_name, c.active AS customer_active,
+const LICENSE_COLUMNS = `l.id, l.license_key, l.customer_id, c.name AS customer_name, c.active AS customer_active,
   l.type, l.active, l.valid_from, l.valid_until, l.decryption_key IS NOT NULL AS has_decryption_key,
-  l.max_machines, l.floating, l.lease_hours, l.metadata, l.created_at, l.updated_at
-  FROM licenses l JOIN customers c ON c.id = l.customer_id`;
+  l.max_machines, l.floating, l.lease_hours, l.metadata, l.created_at, l.updated_at`;
+const LICENSE_FROM = 'FROM licenses l JOIN customers c ON c.id = l.customer_id';
+const SELECT = `SELECT ${LICENSE_COLUMNS} ${LICENSE_FROM}`;
 
 /**
  * Finds a license by its id or by its key (typed loosely: case, spaces and look-alikes
@@ -274,12 +275,8 @@ export async function getLicenseWithMachine(
   const normalized = normalizeLicenseKey(key);
   if (!normalized) return undefined;
   const rows = await db.query(
-    `${SELECT.replace(' FROM licenses l', `, l.decryption_key AS license_decryption_key, m.id AS m_id, m.license_id AS m_license_id,
-      m.hardware_id AS m_hardware_id, m.name AS m_name, m.client_version AS m_client_version, m.active AS m_active,
-      m.first_seen AS m_first_seen, m.last_seen AS m_last_seen, m.lease_expires_at AS m_lease_expires_at,
-      m.offline_until AS m_offline_until, m.deactivated_at AS m_deactivated_at
-      FROM licenses l`)}
-     LEFT JOIN machines m ON m.license_id = l.id AND m.hardware_id = ?
+    `SELECT ${LICENSE_COLUMNS}, l.decryption_key AS license_decryption_key, ${MACHINE_COLUMNS.map((column) => `m.${column} AS m_${column}`).join(', ')}
+     ${LICENSE_FROM} LEFT JOIN machines m ON m.license_id = l.id AND m.hardware_id = ?
      WHERE l.license_key = ?`,
     [hardwareId, normalized],
   );
@@ -288,7 +285,7 @@ export async function getLicenseWithMachine(
   const [license] = await withEntitlements(db, [row]);
   const machine = row.m_id === null || row.m_id === undefined
     ? undefined
-    : Object.fromEntries([...Object.entries(row).filter(([name]) => name.startsWith('m_')).map(([name, value]) => [name.slice(2), value]), ['floating', row.floating]]);
+    : { ...Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])), floating: row.floating };
   return { license: license!, machine, decryptionKey: asBytesOrNull(row.license_decryption_key) };
 }
 

@@ -65,8 +65,12 @@ export interface AdmissionRequest {
  */
 export const BOOKKEEPING_RESOLUTION_MS = 60_000;
 
-const COLUMNS = `m.id, m.license_id, m.hardware_id, m.name, m.client_version, m.active, m.first_seen, m.last_seen,
-  m.lease_expires_at, m.offline_until, m.deactivated_at, l.floating`;
+/** Every column of a machine row, in table order: for reads here, the validation query and restores. */
+export const MACHINE_COLUMNS = [
+  'id', 'license_id', 'hardware_id', 'name', 'client_version', 'active', 'first_seen', 'last_seen',
+  'lease_expires_at', 'offline_until', 'deactivated_at',
+] as const;
+const COLUMNS = `${MACHINE_COLUMNS.map((column) => `m.${column}`).join(', ')}, l.floating`;
 const FROM = 'FROM machines m JOIN licenses l ON l.id = m.license_id';
 
 /**
@@ -280,13 +284,13 @@ export async function deactivateMachine(db: Database, id: string, context: Opera
 }
 
 /** Lets a deactivated machine validate again; it needs a free seat like a new machine. */
-export async function reactivateMachine(db: Database, engine: Engine, id: string, context: OperationContext): Promise<MachineChange> {
+export async function reactivateMachine(db: Database, id: string, context: OperationContext): Promise<MachineChange> {
   const machineId = parseUuid(id, 'machine id');
   return db.transaction(async (tx) => {
     const at = now(context);
     const row = await getMachineRow(tx, machineId);
     if (asBool(row.active)) return { machine: toMachine(row, at), warnings: ['the machine is already active; nothing changed'] };
-    const license = await seatPolicyOf(tx, engine, String(row.license_id));
+    const license = await seatPolicyOf(tx, db.engine, String(row.license_id));
     // Already counted while an offline file or token holds its seat; otherwise it takes one now.
     if (license.max_machines !== null && !license.floating && !holdsSeat(row, license.floating, at)) {
       const used = await countSeats(tx, license, at);

@@ -115,7 +115,7 @@ forEachEngine('machines, seats and license changes', (fixture) => {
     assert.ok(!(await validate(license, 'HW-2')).valid);
     time += 72 * HOUR + 1000;
     assert.ok((await validate(license, 'HW-2')).valid, 'the seat is free once the grace token has ended');
-    await refused(reactivateMachine(db, db.engine, machine!.id, operator), 'MACHINE_LIMIT_EXCEEDED');
+    await refused(reactivateMachine(db, machine!.id, operator), 'MACHINE_LIMIT_EXCEEDED');
     assert.deepEqual((await deactivateMachine(db, machine!.id, operator)).warnings, ['the machine was already deactivated; nothing changed']);
   });
 
