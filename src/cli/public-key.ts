@@ -3,7 +3,7 @@ import type { ResolvedConfig } from '../lib/config/resolve.js';
 import { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';
 import { LicenseServerError } from '../lib/errors.js';
 import { describeFsError } from '../lib/fs-errors.js';
-import { findSigningKey } from '../lib/signing-key.js';
+import { findSigningKey } from '../lib/signing-keys/keys.js';
 import { openExistingStore } from './store.js';
 
 /** Reads a PEM public key file given with --public-key. */

@@ -8,5 +8,9 @@ import type { Database } from '../lib/storage/types.js';
  */
 export async function openExistingStore(config: ResolvedConfig): Promise<Database> {
   const [{ openDatabase }, { describeDatabaseOrigin }] = await Promise.all([import('../lib/storage/open.js'), import('../lib/config/resolve.js')]);
-  return openDatabase(config.settings.database.url, { create: false, origin: describeDatabaseOrigin(config) });
+  return openDatabase(config.settings.database.url, {
+    create: false,
+    origin: describeDatabaseOrigin(config),
+    keyEncryptionKey: config.settings.signing.keyEncryptionKey,
+  });
 }

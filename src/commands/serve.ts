@@ -49,13 +49,13 @@ On first start it creates the signing key and, when no admin token exists, a boo
       : undefined;
     const [{ openDatabase }, { ensureSigningKey }, { bootstrapAdminToken }, { createApp }, { listen }] = await Promise.all([
       import('../lib/storage/open.js'),
-      import('../lib/signing-key.js'),
+      import('../lib/signing-keys/keys.js'),
       import('../lib/admin-tokens.js'),
       import('../http/app.js'),
       import('../http/server.js'),
     ]);
     const { DAEMON_APPLICATION_NAME, registerDaemon } = await import('../lib/backup/daemon-registry.js');
-    const db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME });
+    const db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: settings.signing.keyEncryptionKey });
     const context = { actor: 'serve' };
     const { ServingState } = await import('../http/serving-state.js');
     let state: InstanceType<typeof ServingState> | undefined;
@@ -67,7 +67,10 @@ On first start it creates the signing key and, when no admin token exists, a boo
       state = new ServingState(
         db,
         config,
-        (current) => openDatabase(current.settings.database.url, { applicationName: DAEMON_APPLICATION_NAME }),
+        (current) => openDatabase(current.settings.database.url, {
+          applicationName: DAEMON_APPLICATION_NAME,
+          keyEncryptionKey: current.settings.signing.keyEncryptionKey,
+        }),
         () => this.resolveConfig(),
       );
       const log = (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', ...entry })}\n`);

@@ -49,7 +49,7 @@ export async function restoreWhileServing(
     await deps.state.reopen(true);
     // A backup of a store from before `init` may hold no signing key; the daemon makes one,
     // as it does at start, rather than refuse every checkout until it is restarted.
-    const { ensureSigningKey } = await import('../lib/signing-key.js');
+    const { ensureSigningKey } = await import('../lib/signing-keys/keys.js');
     await ensureSigningKey(deps.state.db, context);
     deps.log({ time: new Date().toISOString(), level: 'info', msg: 'backup restored', backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id });
     return report;

@@ -1,5 +1,5 @@
 import type { ResolvedConfig } from '../lib/config/resolve.js';
-import { forgetSigner } from '../lib/offline/signer.js';
+import { forgetSigner } from '../lib/signing-keys/signer.js';
 import type { Database } from '../lib/storage/types.js';
 
 /**

@@ -92,6 +92,41 @@ export const ERROR_TABLE = {
     http: 404,
     hint: 'Pass --public-key with the server\'s PEM, or run where the server\'s data is.',
   },
+  SIGNING_KEY_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List the keys with `license-server signing-key list`.' },
+  SIGNING_KEY_ACTIVE: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'The active key signs everything new: rotate to a new key first (`license-server signing-key rotate`).',
+  },
+  SIGNING_KEY_IN_USE: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'Wait until the time named above, or pass --force to stop trusting those files and tokens now.',
+  },
+  SIGNING_KEY_RETIRED: { exit: EXIT.conflict, http: 409, hint: 'A retired key is gone for good; `signing-key list` shows the keys that verify.' },
+  SIGNING_KEY_CONFLICT: { exit: EXIT.conflict, http: 409, hint: 'Another rotation finished first; `signing-key list` shows the active key.' },
+  SIGNING_KEY_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'The store already holds this key; `signing-key list` shows it.' },
+  SIGNING_KEK_REQUIRED: {
+    exit: EXIT.config,
+    http: 500,
+    hint: 'Set signing.key_encryption_key (or LICENSE_SIGNING_KEY_ENCRYPTION_KEY) to the key-encryption key that sealed the keys.',
+  },
+  SIGNING_KEK_WRONG: {
+    exit: EXIT.config,
+    http: 500,
+    hint: 'Set signing.key_encryption_key to the key-encryption key the keys were sealed with (the kek ids above must match).',
+  },
+  SIGNING_KEY_DAMAGED: {
+    exit: EXIT.unavailable,
+    http: 500,
+    hint: 'The stored private key was changed or damaged: restore a backup, or import the key from its escrow export.',
+  },
+  KEY_FILE_INVALID: { exit: EXIT.usage, http: 400, hint: 'Give a file that `license-server signing-key export` wrote (an encrypted PKCS#8 PEM).' },
+  PASSPHRASE_REQUIRED: {
+    exit: EXIT.usage,
+    http: 400,
+    hint: 'Pass --passphrase-file, or run on a terminal to be asked for the passphrase.',
+  },
   ENTITLEMENT_CODE_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Entitlement codes are unique; pick another code.' },
   TOKEN_NAME_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Revoke the old token first or pick another name.' },
   IDEMPOTENCY_KEY_REUSED: {

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { authenticateAdminToken } from '../../src/lib/admin-tokens.js';
-import { ensureSigningKey } from '../../src/lib/signing-key.js';
+import { ensureSigningKey } from '../../src/lib/signing-keys/keys.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { killedAfter, ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';

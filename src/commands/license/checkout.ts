@@ -5,7 +5,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { checkoutLicense, type CheckoutResult } from '../../lib/offline/checkout.js';
-import { getSigner } from '../../lib/offline/signer.js';
+import { getSigner } from '../../lib/signing-keys/signer.js';
 import { writeLicenseFile } from '../../lib/offline/write.js';
 
 export default class LicenseCheckout extends BaseCommand<typeof LicenseCheckout> {

@@ -1,5 +1,5 @@
 import { BaseCommand } from '../../cli/base-command.js';
-import { findSigningKey, signingKeyMissing } from '../../lib/signing-key.js';
+import { findSigningKey, signingKeyMissing } from '../../lib/signing-keys/keys.js';
 
 export default class SigningKeyShow extends BaseCommand<typeof SigningKeyShow> {
   static override description =

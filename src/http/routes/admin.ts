@@ -7,7 +7,7 @@ import { createLicense, listLicenses, setLicenseActive } from '../../lib/licensi
 import { getCustomerSummary, getLicenseView } from '../../lib/licensing/usage-view.js';
 import { asGrants } from './lifecycle.js';
 import { checkoutLicense } from '../../lib/offline/checkout.js';
-import { ensureSigningKey } from '../../lib/signing-key.js';
+import { ensureSigningKey } from '../../lib/signing-keys/keys.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
 import { asString, expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
 import type { Route } from '../router.js';

@@ -1,6 +1,6 @@
 import type { RouteDependencies } from '../app.js';
 import { LicenseServerError } from '../../lib/errors.js';
-import { findSigningKey } from '../../lib/signing-key.js';
+import { findSigningKey } from '../../lib/signing-keys/keys.js';
 import type { Route } from '../router.js';
 
 export function healthRoutes(deps: RouteDependencies): Route[] {

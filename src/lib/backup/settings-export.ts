@@ -6,13 +6,13 @@ import { REDACTED } from '../notifications/settings.js';
 import { asBool, asIso } from '../storage/values.js';
 
 /** Keys of config.yaml that never go into a backup: they are secrets kept apart from it. */
-export const SECRET_KEYS = [['backup', 'encryption_key'], ['admin_token']] as const;
+export const SECRET_KEYS = [['backup', 'encryption_key'], ['signing', 'key_encryption_key'], ['admin_token']] as const;
 
 const DATABASE_URL = ['database', 'url'] as const;
 
 /**
- * The configuration file as it goes into a backup: the backup key and the admin token
- * removed, a database password redacted, comments and layout kept. A file with nothing to
+ * The configuration file as it goes into a backup: the backup key, the signing keys'
+ * key-encryption key and the admin token removed, a database password redacted, comments and layout kept. A file with nothing to
  * remove (no such keys, an empty or comment-only file) goes in byte for byte.
  */
 export async function sanitizedConfigFile(file: string): Promise<Buffer> {

@@ -22,6 +22,8 @@ export interface Settings {
   };
   readonly issuer: string;
   readonly grace: { readonly hours: number };
+  /** Seals private signing keys at rest (signing-keys/protection.ts) when set. */
+  readonly signing: { readonly keyEncryptionKey: Buffer | undefined };
   readonly notifications: { readonly allowLinkLocal: boolean };
   readonly adminToken: string | undefined;
   readonly backup: {
@@ -113,6 +115,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
     },
     issuer: get('issuer'),
     grace: { hours: get('grace.hours') },
+    signing: { keyEncryptionKey: get('signing.key_encryption_key') },
     notifications: { allowLinkLocal: get('notifications.allow_link_local') },
     adminToken: get('admin_token'),
     backup: {

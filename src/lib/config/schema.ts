@@ -153,6 +153,13 @@ export const SETTINGS: readonly SettingSpec[] = [
     description: 'AES-256 key for backups: 32 bytes as 64 hex digits or as Base64.',
   },
   {
+    key: 'signing.key_encryption_key',
+    env: 'LICENSE_SIGNING_KEY_ENCRYPTION_KEY',
+    type: 'backup-key',
+    secret: true,
+    description: 'AES-256 key that seals the private signing keys in the database: 32 bytes as 64 hex digits or as Base64. Unset: keys are stored unsealed.',
+  },
+  {
     key: 'backup.retention_days',
     env: 'LICENSE_BACKUP_RETENTION_DAYS',
     type: 'integer',

@@ -1,6 +1,7 @@
+import { describeUnknownKey, keysFor, type KeySet, type KeySetInput } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
-import { publicKeyFromPem } from '../crypto/ed25519-pem.js';
 import { verifyEd25519 } from '../offline/ed25519.js';
+import { asKeySet } from '../offline/verify.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
 
 /**
@@ -29,7 +30,10 @@ export interface GraceTokenClaims {
 export interface GraceTokenHeader {
   readonly alg: 'EdDSA';
   readonly typ: 'JWT';
-  /** Id of the signing key, for servers that will one day rotate keys. */
+  /**
+   * The signing key's id (crypto/key-set.ts). Tokens from before key ids carry the key's
+   * row id (a UUID) here; a verifier tries every key of its set for those.
+   */
   readonly kid: string;
 }
 
@@ -54,7 +58,7 @@ export interface VerifiedGraceToken {
  */
 export function verifyGraceToken(
   token: string,
-  publicKey: Uint8Array | string,
+  publicKey: KeySetInput | KeySet,
   options: { now?: Date; hardwareId?: string; notBeforeLeewaySeconds?: number } = {},
 ): VerifiedGraceToken {
   const invalid = (reason: string): never => {
@@ -68,10 +72,11 @@ export function verifyGraceToken(
   if (header.alg !== 'EdDSA') invalid('the algorithm is not EdDSA');
   const signature = Buffer.from(signaturePart, 'base64url');
   if (signature.toString('base64url') !== signaturePart || signature.length !== 64) invalid('the signature is not 64 bytes');
-  const key = typeof publicKey === 'string' ? publicKeyFromPem(publicKey) : publicKey;
-  if (!verifyEd25519(signature, Buffer.from(`${headerPart}.${claimsPart}`, 'ascii'), key)) {
-    invalid('signature verification failed');
-  }
+  const set = asKeySet(publicKey);
+  const { keys, unknown } = keysFor(set, typeof header.kid === 'string' ? header.kid : undefined);
+  if (unknown !== undefined) invalid(`signature verification failed: ${describeUnknownKey(unknown, set)}`);
+  const signed = Buffer.from(`${headerPart}.${claimsPart}`, 'ascii');
+  if (!keys.some((key) => verifyEd25519(signature, signed, key.publicKey))) invalid('signature verification failed');
   const claims = parseJson(claimsPart) ?? invalid('the claims are not JSON');
   for (const name of ['iat', 'nbf', 'exp']) {
     if (!Number.isSafeInteger(claims[name])) invalid(`"${name}" is missing`);

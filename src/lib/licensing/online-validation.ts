@@ -6,7 +6,7 @@ import { getLicense, getLicenseWithMachine, type License } from './licenses.js';
 import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
 import { admitMachine, releaseLease } from './machines.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
-import { getSigner } from '../offline/signer.js';
+import { getSigner } from '../signing-keys/signer.js';
 import type { Database, Queryable } from '../storage/types.js';
 import { toRfc3339Seconds } from '../validate.js';
 

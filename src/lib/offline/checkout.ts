@@ -7,7 +7,7 @@ import type { Database } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
 import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
-import { getSigner } from './signer.js';
+import { getSigner } from '../signing-keys/signer.js';
 
 export const MIN_TTL_DAYS = 1;
 export const MAX_TTL_DAYS = 365;
@@ -116,6 +116,7 @@ export async function checkoutLicense(
       ...(decryptionKey && hardwareId !== undefined ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
       issued_at: toRfc3339Seconds(issuedAt),
       issuer: context.issuer,
+      ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
     };
     decryptionKey?.fill(0);
     const canonical = canonicalPayloadText(payload);

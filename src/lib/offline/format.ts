@@ -1,7 +1,9 @@
 import canonicalize from 'canonicalize';
+import { KEY_ID_PATTERN } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { decodeBase64Strict, encodeBase64 } from './base64.js';
 import { MAX_HARDWARE_ID_LENGTH, SEALED_KEY_LENGTH } from './binding.js';
+import { repeatedMember } from './unique-members.js';
 
 /**
  * The `.lic` file, format version 1, as pinned in docs/offline-license-format.md:
@@ -32,12 +34,14 @@ export interface LicenseFilePayload {
   readonly encrypted_key?: string;
   readonly issued_at: string;
   readonly issuer: string;
+  /** The signing key's id (crypto/key-set.ts); absent in files signed by a store's first key. */
+  readonly key_id?: string;
 }
 
 export interface DecodedLicenseFile {
   readonly payload: LicenseFilePayload;
   readonly signature: Uint8Array;
-  /** UTF-8 of JCS(payload): the bytes the signature covers. */
+  /** UTF-8 of JCS(the document without "signature"): the bytes the signature covers. */
   readonly signedBytes: Uint8Array;
 }
 
@@ -81,18 +85,20 @@ const LOWERCASE_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 const TYPES = ['time_based', 'usage_based', 'hybrid'];
 const FIELDS = [
   'version', 'license_id', 'license_key_prefix', 'customer_name', 'license_type', 'valid_from', 'valid_until',
-  'hardware_id', 'entitlements', 'encrypted_key', 'issued_at', 'issuer', 'signature',
+  'hardware_id', 'entitlements', 'encrypted_key', 'issued_at', 'issuer', 'key_id', 'signature',
 ];
-const OPTIONAL = new Set(['encrypted_key']);
+const OPTIONAL = new Set(['encrypted_key', 'key_id']);
 
 function malformed(reason: string): never {
   throw new LicenseServerError('LICENSE_FILE_MALFORMED', `license file is malformed: ${reason}`);
 }
 
 /**
- * Decodes a file strictly, without checking the signature (./verify.ts does): anything
- * that is not exactly what a version-1 writer produces is refused, so that a flipped bit
- * anywhere is either a malformed file or a failed signature, never a different reading.
+ * Decodes a file strictly, without checking the signature (./verify.ts does). The signed
+ * bytes are made as spec section 5.4 says: the parsed document without "signature",
+ * canonicalised, so a file another conforming writer laid out differently (whitespace,
+ * member order) verifies. What could make two verifiers read one file differently is
+ * refused: non-canonical Base64, invalid UTF-8, a repeated member, an unknown member.
  */
 export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile {
   let text: string;
@@ -120,6 +126,8 @@ export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile
     return malformed('the decoded content is not JSON (it may be truncated)');
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) malformed('the content is not a JSON object');
+  const repeated = repeatedMember(json);
+  if (repeated !== undefined) malformed(`the member ${JSON.stringify(repeated)} appears twice in one object`);
   const object = parsed as Record<string, unknown>;
 
   if (object.version !== LICENSE_FILE_VERSION) {
@@ -137,12 +145,12 @@ export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile
   for (const field of Object.keys(object)) {
     if (!FIELDS.includes(field)) malformed(`the field "${field}" is not part of format version 1`);
   }
-  if (canonicalize(object) !== json) malformed('the JSON is not in RFC 8785 canonical form');
 
   const payload = checkPayload(object);
   const signature = typeof object.signature === 'string' ? decodeBase64Strict(object.signature) : undefined;
   if (!signature || signature.length !== 64) malformed('"signature" must be the Base64 of 64 bytes');
-  return { payload, signature, signedBytes: canonicalPayloadBytes(payload) };
+  const { signature: _signature, ...unsigned } = object;
+  return { payload, signature, signedBytes: utf8.encode(canonicalize(unsigned)!) };
 }
 
 function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
@@ -180,6 +188,9 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
     if (previous !== undefined && !(previous < code)) malformed('"entitlements" must be sorted by code, without repeats');
     previous = code;
   }
+  if ('key_id' in object && !(typeof object.key_id === 'string' && KEY_ID_PATTERN.test(object.key_id))) {
+    malformed('"key_id" must be 16 lowercase hex digits');
+  }
   if ('encrypted_key' in object) {
     const sealed = typeof object.encrypted_key === 'string' ? decodeBase64Strict(object.encrypted_key) : undefined;
     if (!sealed || sealed.length !== SEALED_KEY_LENGTH) malformed(`"encrypted_key" must be the Base64 of ${SEALED_KEY_LENGTH} bytes`);
@@ -198,6 +209,7 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
     ...('encrypted_key' in object ? { encrypted_key: object.encrypted_key as string } : {}),
     issued_at: timestamp('issued_at'),
     issuer: text('issuer'),
+    ...('key_id' in object ? { key_id: object.key_id as string } : {}),
   };
   if (payload.valid_until <= payload.valid_from) malformed('"valid_until" must be after "valid_from"');
   return payload;

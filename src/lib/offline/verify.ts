@@ -1,12 +1,16 @@
-import { publicKeyFromPem } from '../crypto/ed25519-pem.js';
+import { describeUnknownKey, keysFor, parseKeySet, type KeySet, type KeySetInput } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { unsealDecryptionKey } from './binding.js';
 import { verifyEd25519 } from './ed25519.js';
-import { decodeLicenseFile, type LicenseFilePayload } from './format.js';
+import { decodeLicenseFile, type DecodedLicenseFile, type LicenseFilePayload } from './format.js';
 
 export interface VerifyOptions {
-  /** The server's public key: 32 raw bytes, or PEM as `signing-key show` prints it. */
-  readonly publicKey: Uint8Array | string;
+  /**
+   * The server's public keys: 32 raw bytes, PEM with one or more blocks (`signing-key show
+   * --all`), a list of those, or a parsed key set. A file naming a `key_id` is checked with
+   * that key only; one without is tried against each key.
+   */
+  readonly publicKey: KeySetInput | KeySet;
   /**
    * This machine's hardware ID. Without it the binding of a bound file is left unchecked,
    * except for a file that carries `encrypted_key`: then the check is mandatory (spec
@@ -36,9 +40,9 @@ export interface VerifiedLicenseFile {
 export function verifyLicenseFile(file: string | Uint8Array, options: VerifyOptions): VerifiedLicenseFile {
   const decoded = decodeLicenseFile(file);
   const { payload } = decoded;
-  const publicKey = typeof options.publicKey === 'string' ? publicKeyFromPem(options.publicKey) : options.publicKey;
-  if (!verifyEd25519(decoded.signature, decoded.signedBytes, publicKey)) {
-    throw new LicenseServerError('SIGNATURE_INVALID', 'signature verification failed');
+  const status = checkSignature(decoded, asKeySet(options.publicKey));
+  if (status !== 'valid') {
+    throw new LicenseServerError('SIGNATURE_INVALID', `signature verification failed${status === 'invalid' ? '' : `: ${status.unknown}`}`);
   }
   checkValidityWindow(payload, options.now ?? new Date());
   if (payload.hardware_id === '') return { payload, hardwareChecked: true };
@@ -70,12 +74,23 @@ export function checkValidityWindow(payload: Pick<LicenseFilePayload, 'valid_fro
   }
 }
 
-export type SignatureStatus = 'valid' | 'invalid' | 'unchecked';
+export type SignatureStatus = 'valid' | 'invalid' | 'unchecked' | 'unknown key';
 
-/** True when the signature verifies; used by `license inspect`, which reports rather than refuses. */
-export function signatureStatus(file: string | Uint8Array, publicKey: Uint8Array | string | undefined): SignatureStatus {
+/** The signature's status; used by `license inspect`, which reports rather than refuses. */
+export function signatureStatus(file: string | Uint8Array, publicKey: KeySetInput | KeySet | undefined): SignatureStatus {
   if (publicKey === undefined) return 'unchecked';
-  const decoded = decodeLicenseFile(file);
-  const key = typeof publicKey === 'string' ? publicKeyFromPem(publicKey) : publicKey;
-  return verifyEd25519(decoded.signature, decoded.signedBytes, key) ? 'valid' : 'invalid';
+  const status = checkSignature(decodeLicenseFile(file), asKeySet(publicKey));
+  return typeof status === 'string' ? status : 'unknown key';
+}
+
+function checkSignature(decoded: DecodedLicenseFile, set: KeySet): 'valid' | 'invalid' | { unknown: string } {
+  const { keys, unknown } = keysFor(set, decoded.payload.key_id);
+  if (unknown !== undefined) return { unknown: describeUnknownKey(unknown, set) };
+  return keys.some((key) => verifyEd25519(decoded.signature, decoded.signedBytes, key.publicKey)) ? 'valid' : 'invalid';
+}
+
+/** A parsed set passes through; anything else is parsed (PUBLIC_KEY_INVALID when it is not a key set). */
+export function asKeySet(input: KeySetInput | KeySet): KeySet {
+  if (Array.isArray(input) && input.length > 0 && input.every((item) => typeof item === 'object' && item !== null && 'keyId' in item)) return input as KeySet;
+  return parseKeySet(input as KeySetInput);
 }

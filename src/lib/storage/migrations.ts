@@ -182,11 +182,64 @@ function licenseLifecycle(t: (typeof T)['sqlite']): string[] {
   ];
 }
 
+/**
+ * Signing keys that rotate (docs/offline-license-format.md section 6): each key gets its
+ * key id (the first 16 hex digits of SHA-256 of its public key; SQLite computes it with the
+ * function every connection registers, see sqlite.ts), a key that stopped signing keeps
+ * verifying until it is retired (then its private key is gone), and a private key may be
+ * stored sealed under the key-encryption key whose id `sealed_with` names (60 bytes: nonce,
+ * ciphertext, tag; signing-keys/protection.ts). Keys that
+ * existed before this version sign files without `key_id`, as they always did.
+ */
+const SIGNING_KEY_RULES = (t: (typeof T)['sqlite']) => [
+  `CHECK (private_key IS NULL OR ${t.len}(private_key) = CASE WHEN sealed_with IS NULL THEN 32 ELSE 60 END)`,
+  `CHECK (retired_at IS NULL OR (is_current = ${t.false} AND private_key IS NULL AND sealed_with IS NULL))`,
+];
+
+const rotatingSigningKeys = {
+  sqlite: [
+    `CREATE TABLE signing_keys_v5 (
+      id TEXT PRIMARY KEY,
+      key_id TEXT NOT NULL UNIQUE CHECK (length(key_id) = 16),
+      algorithm TEXT NOT NULL CHECK (algorithm = 'Ed25519'),
+      public_key BLOB NOT NULL CHECK (length(public_key) = 32),
+      private_key BLOB,
+      is_current INTEGER NOT NULL,
+      created_at TEXT NOT NULL,
+      sealed_with TEXT CHECK (sealed_with IS NULL OR length(sealed_with) = 16),
+      key_id_in_files INTEGER NOT NULL DEFAULT 0,
+      deactivated_at TEXT,
+      retired_at TEXT,
+      ${SIGNING_KEY_RULES(T.sqlite).join(', ')}
+    )`,
+    `INSERT INTO signing_keys_v5 (id, key_id, algorithm, public_key, private_key, is_current, created_at)
+     SELECT id, license_server_key_id(public_key), algorithm, public_key, private_key, is_current, created_at FROM signing_keys`,
+    `DROP TABLE signing_keys`,
+    `ALTER TABLE signing_keys_v5 RENAME TO signing_keys`,
+    `CREATE UNIQUE INDEX signing_keys_one_current ON signing_keys (is_current) WHERE is_current = 1`,
+  ],
+  postgres: [
+    `ALTER TABLE signing_keys ADD COLUMN key_id text`,
+    `UPDATE signing_keys SET key_id = substr(encode(sha256(public_key), 'hex'), 1, 16)`,
+    `ALTER TABLE signing_keys ALTER COLUMN key_id SET NOT NULL`,
+    `ALTER TABLE signing_keys ADD CONSTRAINT signing_keys_key_id_key UNIQUE (key_id)`,
+    `ALTER TABLE signing_keys ADD CONSTRAINT signing_keys_key_id_check CHECK (length(key_id) = 16)`,
+    `ALTER TABLE signing_keys DROP CONSTRAINT signing_keys_private_key_check`,
+    `ALTER TABLE signing_keys ALTER COLUMN private_key DROP NOT NULL`,
+    `ALTER TABLE signing_keys ADD COLUMN sealed_with text CHECK (sealed_with IS NULL OR length(sealed_with) = 16)`,
+    `ALTER TABLE signing_keys ADD COLUMN key_id_in_files boolean NOT NULL DEFAULT false`,
+    `ALTER TABLE signing_keys ADD COLUMN deactivated_at timestamptz`,
+    `ALTER TABLE signing_keys ADD COLUMN retired_at timestamptz`,
+    ...SIGNING_KEY_RULES(T.postgres).map((rule) => `ALTER TABLE signing_keys ADD ${rule}`),
+  ],
+};
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
   { version: 3, name: 'backup runs', sqlite: backupRuns(T.sqlite), postgres: backupRuns(T.postgres) },
   { version: 4, name: 'license lifecycle', sqlite: licenseLifecycle(T.sqlite), postgres: licenseLifecycle(T.postgres) },
+  { version: 5, name: 'rotating signing keys', ...rotatingSigningKeys },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -2,6 +2,7 @@ import { LicenseServerError } from '../errors.js';
 import { existsSync } from 'node:fs';
 import type { Database } from './types.js';
 import { hasSchema, migrate } from './migrations.js';
+import { useKeyEncryptionKey } from '../signing-keys/kek-registry.js';
 
 export function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//i.test(url);
@@ -20,6 +21,8 @@ export interface OpenOptions {
   readonly create?: boolean;
   /** Where database.url came from, for the DATABASE_NOT_FOUND message (e.g. "env LICENSE_DATA_DIR"). */
   readonly origin?: string;
+  /** Setting signing.key_encryption_key: opens sealed signing keys (signing-keys/protection.ts). */
+  readonly keyEncryptionKey?: Uint8Array;
 }
 
 /**
@@ -48,6 +51,7 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
       );
     }
     if (options.migrate !== false) await migrate(db);
+    useKeyEncryptionKey(db, options.keyEncryptionKey);
   } catch (error) {
     await db.close().catch(() => undefined);
     throw error;

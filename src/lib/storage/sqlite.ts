@@ -1,6 +1,7 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
+import { keyIdOf } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { describeFsError } from '../fs-errors.js';
 import { loadSqliteDriver } from './sqlite-driver.js';
@@ -208,6 +209,8 @@ function openConnection(file: string, create: boolean): BetterSqlite3.Database {
     // In WAL mode NORMAL never corrupts; a power cut may lose the last commits, a crash does not.
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
+    // Migration 5 derives key ids in SQL; SQLite has no SHA-256 of its own.
+    db.function('license_server_key_id', { deterministic: true }, (publicKey) => keyIdOf(publicKey as Uint8Array));
     return db;
   } catch (error) {
     return unavailable(error);

@@ -12,7 +12,7 @@ import { recordUsage } from '../../../src/lib/licensing/usage.js';
 import { getCustomerSummary, getLicenseView, listUsageRecords } from '../../../src/lib/licensing/usage-view.js';
 import { unsealDecryptionKey } from '../../../src/lib/offline/binding.js';
 import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
-import { ensureSigningKey } from '../../../src/lib/signing-key.js';
+import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
 import type { Database } from '../../../src/lib/storage/types.js';
 import { forEachEngine } from '../../support/engines.js';
 

@@ -9,7 +9,7 @@ import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
 import { decodeLicenseFile } from '../../../src/lib/offline/format.js';
 import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
 import { publicKeyFromPem } from '../../../src/lib/crypto/ed25519-pem.js';
-import { ensureSigningKey } from '../../../src/lib/signing-key.js';
+import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
 import type { Database } from '../../../src/lib/storage/types.js';
 import { forEachEngine } from '../../support/engines.js';
 

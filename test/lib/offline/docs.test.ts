@@ -27,6 +27,17 @@ describe('docs/offline-license-format.md', () => {
     assert.ok(doc.includes(bound.binding.nonce_hex));
   });
 
+  it('quotes the rotated-key example and the key ids exactly as the vectors have them', () => {
+    const rotated = vectors.vectors.find((v: { name: string }) => v.name === 'rotated-key');
+    assert.ok(doc.includes(vectors.second_secret_key_hex));
+    assert.ok(doc.includes(vectors.second_public_key_hex));
+    assert.ok(doc.includes(`key_id      ${vectors.second_key_id}`));
+    assert.ok(doc.includes(`the TEST 1 key's id: ${vectors.key_id}`));
+    assert.ok(doc.includes(rotated.canonical_payload));
+    assert.ok(doc.includes(`${Buffer.byteLength(rotated.canonical_payload)} bytes`));
+    assert.ok(doc.includes(rotated.signature_base64));
+  });
+
   it('states the binding parameters the code uses', () => {
     assert.ok(doc.includes(`info = UTF-8("${BINDING_INFO}")`));
     assert.ok(doc.includes(`${SEALED_KEY_LENGTH} bytes`));

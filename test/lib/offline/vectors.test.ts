@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { createPublicKey, hkdfSync, verify as nodeVerify } from 'node:crypto';
+import { createHash, createPublicKey, hkdfSync, verify as nodeVerify } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gcm } from '@noble/ciphers/aes.js';
 import { publicKeyToPem } from '../../../src/lib/crypto/ed25519-pem.js';
+import { keyIdOf, parseKeySet } from '../../../src/lib/crypto/key-set.js';
+import type { LicenseServerError } from '../../../src/lib/errors.js';
 import { BINDING_INFO, deriveBindingKey, sealDecryptionKey, unsealDecryptionKey } from '../../../src/lib/offline/binding.js';
 import { publicKeyOf, signEd25519 } from '../../../src/lib/offline/ed25519.js';
 import { canonicalPayloadBytes, decodeLicenseFile, encodeLicenseFile, type LicenseFilePayload } from '../../../src/lib/offline/format.js';
-import { LicenseSigner } from '../../../src/lib/offline/signer.js';
+import { LicenseSigner } from '../../../src/lib/signing-keys/signer.js';
 import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
 
 interface Vector {
@@ -19,6 +21,8 @@ interface Vector {
   canonical_payload_hex: string;
   signature_base64: string;
   file: string;
+  /** The key that signed it when it is not the RFC 8032 TEST 1 key. */
+  secret_key_hex?: string;
   binding?: { hardware_id: string; info: string; binding_key_hex: string; decryption_key_hex: string; nonce_hex: string };
 }
 
@@ -27,9 +31,15 @@ const data = JSON.parse(readFileSync(new URL('offline-license-v1.json', vectorsU
   signing_secret_key_hex: string;
   public_key_hex: string;
   public_key_pem: string;
+  key_id: string;
+  second_public_key_hex: string;
+  second_key_id: string;
+  key_set_pem: string;
   vectors: Vector[];
 };
 const secretKey = Buffer.from(data.signing_secret_key_hex, 'hex');
+const keyOf = (vector: Vector) => (vector.secret_key_hex ? Buffer.from(vector.secret_key_hex, 'hex') : secretKey);
+const pemOf = (vector: Vector) => publicKeyToPem(publicKeyOf(keyOf(vector)));
 const inWindow = new Date('2026-11-22T12:00:00Z');
 
 describe('.lic format v1 known-answer vectors', () => {
@@ -46,6 +56,25 @@ describe('.lic format v1 known-answer vectors', () => {
     for (const part of ['&', '<', '"', '\\', 'ü', '🚀']) assert.ok(name.includes(part), part);
   });
 
+  it('name each key by the first 16 hex digits of SHA-256 of its raw public key, and hold both in key-set.pem', () => {
+    const first = createHash('sha256').update(Buffer.from(data.public_key_hex, 'hex')).digest('hex').slice(0, 16);
+    const second = createHash('sha256').update(Buffer.from(data.second_public_key_hex, 'hex')).digest('hex').slice(0, 16);
+    assert.deepEqual([data.key_id, data.second_key_id], [first, second]);
+    assert.deepEqual([keyIdOf(Buffer.from(data.public_key_hex, 'hex')), keyIdOf(Buffer.from(data.second_public_key_hex, 'hex'))], [first, second]);
+    assert.equal(readFileSync(new URL('key-set.pem', vectorsUrl), 'utf8'), data.key_set_pem);
+    assert.deepEqual(parseKeySet(data.key_set_pem).map((key) => key.keyId), [second, first]);
+    const rotated = data.vectors.find((vector) => vector.name === 'rotated-key')!;
+    assert.equal(rotated.payload.key_id, second);
+  });
+
+  it('fail a file whose key_id is not in the key set given, naming the key id', () => {
+    const rotated = data.vectors.find((vector) => vector.name === 'rotated-key')!;
+    assert.throws(
+      () => verifyLicenseFile(rotated.file, { publicKey: data.public_key_pem, now: inWindow }),
+      (error: LicenseServerError) => error.code === 'SIGNATURE_INVALID' && error.message.includes(`signed by key ${data.second_key_id}`) && error.message.includes(data.key_id),
+    );
+  });
+
   for (const vector of data.vectors) {
     describe(vector.name, () => {
       it('canonicalises the payload to the exact bytes (RFC 8785)', () => {
@@ -56,12 +85,12 @@ describe('.lic format v1 known-answer vectors', () => {
 
       it('signs to the same bytes with @noble/curves and with node:crypto', () => {
         const message = canonicalPayloadBytes(vector.payload);
-        const noble = Buffer.from(signEd25519(message, secretKey)).toString('base64');
-        const signer = LicenseSigner.fromSecretKey('vector', secretKey, publicKeyOf(secretKey));
+        const noble = Buffer.from(signEd25519(message, keyOf(vector))).toString('base64');
+        const signer = LicenseSigner.fromSecretKey('vector', keyOf(vector), publicKeyOf(keyOf(vector)));
         const node = Buffer.from(signer.sign(message)).toString('base64');
         assert.equal(noble, vector.signature_base64);
         assert.equal(node, vector.signature_base64);
-        assert.ok(nodeVerify(null, message, createPublicKey(data.public_key_pem), Buffer.from(vector.signature_base64, 'base64')));
+        assert.ok(nodeVerify(null, message, createPublicKey(pemOf(vector)), Buffer.from(vector.signature_base64, 'base64')));
       });
 
       it('encodes to the exact file bytes kept in test/vectors, and decodes back', () => {
@@ -76,7 +105,7 @@ describe('.lic format v1 known-answer vectors', () => {
       it('verifies with OpenSSL (pkeyutl -rawin) over the canonical bytes', () => {
         const dir = mkdtempSync(path.join(tmpdir(), 'license-vectors-'));
         try {
-          writeFileSync(path.join(dir, 'key.pem'), data.public_key_pem);
+          writeFileSync(path.join(dir, 'key.pem'), pemOf(vector));
           writeFileSync(path.join(dir, 'data'), Buffer.from(vector.canonical_payload_hex, 'hex'));
           writeFileSync(path.join(dir, 'sig'), Buffer.from(vector.signature_base64, 'base64'));
           const out = execFileSync('openssl', ['pkeyutl', '-verify', '-pubin', '-inkey', 'key.pem', '-rawin', '-in', 'data', '-sigfile', 'sig'], { cwd: dir, encoding: 'utf8' });
@@ -86,13 +115,12 @@ describe('.lic format v1 known-answer vectors', () => {
         }
       });
 
-      it('passes the offline verification inside its validity window', () => {
-        const verified = verifyLicenseFile(vector.file, {
-          publicKey: data.public_key_pem,
-          hardwareId: vector.binding?.hardware_id,
-          now: inWindow,
-        });
-        assert.equal(verified.hardwareChecked, true);
+      it('passes the offline verification inside its validity window, with its own key and with the key set', () => {
+        for (const publicKey of [pemOf(vector), data.key_set_pem]) {
+          const verified = verifyLicenseFile(vector.file, { publicKey, hardwareId: vector.binding?.hardware_id, now: inWindow });
+          assert.equal(verified.hardwareChecked, true);
+        }
+        const verified = verifyLicenseFile(vector.file, { publicKey: data.key_set_pem, hardwareId: vector.binding?.hardware_id, now: inWindow });
         if (vector.binding) assert.equal(Buffer.from(verified.decryptionKey!).toString('hex'), vector.binding.decryption_key_hex);
       });
 

@@ -122,7 +122,7 @@ describe('offline verification', () => {
     refusedWith(() => verify(b64('[1,2]')), 'LICENSE_FILE_MALFORMED', /not a JSON object/);
   });
 
-  it('refuses a missing field, an unknown field, a non-canonical form and badly formed values', () => {
+  it('refuses a missing field, an unknown field and badly formed values', () => {
     const payload: Record<string, unknown> = { ...data.vectors[0].payload };
     const without = (field: string) => forge(Object.fromEntries(Object.entries(payload).filter(([key]) => key !== field)));
     for (const field of ['license_id', 'customer_name', 'valid_until', 'hardware_id', 'entitlements', 'issuer']) {
@@ -131,8 +131,7 @@ describe('offline verification', () => {
     const noSignature = Buffer.from(canonicalPayloadBytes(payload as never)).toString('base64');
     refusedWith(() => verify(noSignature), 'LICENSE_FILE_MALFORMED', /"signature" is missing/);
     refusedWith(() => verify(forge({ ...payload, extra: true })), 'LICENSE_FILE_MALFORMED', /"extra" is not part of format version 1/);
-    const json = JSON.stringify({ ...payload, signature: data.vectors[0].signature_base64 }, null, 1);
-    refusedWith(() => verify(Buffer.from(json).toString('base64')), 'LICENSE_FILE_MALFORMED', /canonical form/);
+    refusedWith(() => verify(forge({ ...payload, key_id: 'D75A980182B10AB7' })), 'LICENSE_FILE_MALFORMED', /"key_id" must be 16 lowercase hex digits/);
     const badValues: Array<[string, unknown, RegExp]> = [
       ['license_id', 'C2A1B9E4-5D7F-4A3B-9E1C-0F2D3B4A5C6D', /lowercase UUID/],
       ['valid_until', '2026-12-31T23:59:59.000Z', /second precision/],
@@ -149,6 +148,51 @@ describe('offline verification', () => {
       refusedWith(() => verify(forge({ ...payload, [field]: value })), 'LICENSE_FILE_MALFORMED', reason);
     }
     refusedWith(() => verify(forge({ ...payload, encrypted_key: Buffer.alloc(60).toString('base64') })), 'LICENSE_FILE_MALFORMED', /requires a "hardware_id"/);
+  });
+
+  describe('the signature procedure of spec section 5.4 (parse, drop "signature", canonicalise, verify)', () => {
+    /** The vector's document laid out as another JSON writer might: members reversed, indented, with CRLF. */
+    const reencode = (vector: { payload: Record<string, unknown>; signature_base64: string }, change: Record<string, unknown> = {}) => {
+      const document: Record<string, unknown> = { ...vector.payload, signature: vector.signature_base64, ...change };
+      const reversed = Object.fromEntries(Object.entries(document).reverse());
+      return Buffer.from(JSON.stringify(reversed, null, 2).replace(/\n/g, '\r\n'), 'utf8').toString('base64');
+    };
+
+    it('verifies a correctly signed file whose JSON is not in canonical form (other order and whitespace)', () => {
+      for (const vector of data.vectors) {
+        const file = reencode(vector);
+        assert.notEqual(file.trim(), vector.file.trim());
+        const options = { publicKey: data.key_set_pem, now, ...(vector.binding ? { hardwareId: vector.binding.hardware_id } : {}) };
+        assert.deepEqual(verifyLicenseFile(file, options).payload, verifyLicenseFile(vector.file, options).payload, vector.name);
+      }
+      // Non-ASCII written as \u escapes and numbers as 25.0 are the same values too.
+      const escaped = Buffer.from(
+        JSON.stringify({ ...data.vectors[1].payload, signature: data.vectors[1].signature_base64 })
+          .replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)
+          .replace('"usage_limit":25', '"usage_limit":25.0'),
+      ).toString('base64');
+      assert.equal(verify(escaped, { hardwareId }).payload.customer_name, boundPayload.customer_name);
+    });
+
+    it('fails a re-encoded file with one changed value with "signature verification failed"', () => {
+      const changes: Record<string, unknown>[] = [
+        { valid_until: '2027-12-31T23:59:59Z' },
+        { customer_name: 'Someone else' },
+        { entitlements: [{ code: 'seats', name: 'Seats', usage_limit: 26 }] },
+        { hardware_id: 'HW-some-other-machine' },
+      ];
+      for (const change of changes) {
+        refusedWith(() => verify(reencode(data.vectors[0], change)), 'SIGNATURE_INVALID', /^signature verification failed$/);
+      }
+    });
+
+    it('refuses a member repeated in one object, whichever copy a parser would keep', () => {
+      const canonical = Buffer.from(data.vectors[0].file, 'base64').toString('utf8');
+      const twice = canonical.replace('"issuer":', '"issuer":"elsewhere","issuer":');
+      refusedWith(() => verify(Buffer.from(twice).toString('base64')), 'LICENSE_FILE_MALFORMED', /"issuer" appears twice/);
+      const nested = canonical.replace('"code":"seats"', '"code":"seats","code":"seats"');
+      refusedWith(() => verify(Buffer.from(nested).toString('base64')), 'LICENSE_FILE_MALFORMED', /"code" appears twice/);
+    });
   });
 
   it('refuses a version other than 1 before looking further', () => {

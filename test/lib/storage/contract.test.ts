@@ -6,7 +6,7 @@ import { createCustomer, getCustomer, listCustomers, setCustomerActive } from '.
 import { createEntitlement, listEntitlements } from '../../../src/lib/licensing/entitlements.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
 import { createLicense, getLicense, getLicenseDecryptionKey, listLicenses, setLicenseActive } from '../../../src/lib/licensing/licenses.js';
-import { ensureSigningKey, loadSigningKeyPair } from '../../../src/lib/signing-key.js';
+import { ensureSigningKey, loadKeyPair } from '../../../src/lib/signing-keys/keys.js';
 import { currentVersion, migrate, SCHEMA_VERSION } from '../../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import type { Database } from '../../../src/lib/storage/types.js';
@@ -269,7 +269,7 @@ forEachEngine('storage contract', (fixture) => {
   describe('signing key', () => {
     it('is generated only by ensureSigningKey, once, audited once, and returned unchanged afterwards', async () => {
       const db = await fixture.freshDatabase();
-      await assert.rejects(loadSigningKeyPair(db), (error: LicenseServerError) => error.code === 'SIGNING_KEY_MISSING', 'signing never generates a key');
+      await assert.rejects(loadKeyPair(db), (error: LicenseServerError) => error.code === 'SIGNING_KEY_MISSING', 'signing never generates a key');
       assert.equal(await count(db, 'signing_keys'), 0);
       const { created: firstCreated, ...first } = await ensureSigningKey(db, context);
       const { created: secondCreated, ...second } = await ensureSigningKey(db, context);
@@ -278,7 +278,10 @@ forEachEngine('storage contract', (fixture) => {
       assert.match(first.public_key_pem, /^-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA[A-Za-z0-9+/]{43}=\n-----END PUBLIC KEY-----\n$/);
       assert.equal(await count(db, 'signing_keys'), 1);
       assert.equal((await listAudit(db, { action: 'signing_key.created' })).length, 1);
-      const pair = await loadSigningKeyPair(db);
+      const pair = await loadKeyPair(db);
+      assert.equal(pair.keyId, first.key_id);
+      assert.equal(first.key_id, first.fingerprint.slice(0, 16));
+      assert.equal(first.state, 'active');
       assert.equal(pair.secretKey.length, 32);
       assert.ok(!JSON.stringify(first).includes(Buffer.from(pair.secretKey).toString('base64')));
     });
