@@ -1,33 +1,33 @@
 import { readFileSync } from 'node:fs';
 import type { ResolvedConfig } from '../lib/config/resolve.js';
-import { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';
+import { parseKeySet, type KeySet } from '../lib/crypto/key-set.js';
 import { LicenseServerError } from '../lib/errors.js';
 import { describeFsError } from '../lib/fs-errors.js';
-import { findSigningKey } from '../lib/signing-keys/keys.js';
+import { loadKeySet } from '../lib/signing-keys/keys.js';
 import { openExistingStore } from './store.js';
 
-/** Reads a PEM public key file given with --public-key. */
-export function readPublicKeyFile(file: string): Uint8Array {
+/**
+ * Reads --public-key: one PEM public key, or a key set of several blocks as `signing-key
+ * show --all` prints it (PUBLIC_KEY_INVALID, naming the block, for anything else).
+ */
+export function readPublicKeyFile(file: string): KeySet {
   let pem: string;
   try {
     pem = readFileSync(file, 'utf8');
   } catch (error) {
     throw new LicenseServerError('FILE_UNREADABLE', `cannot read the public key ${file}: ${describeFsError(error)}`);
   }
-  try {
-    return publicKeyFromPem(pem);
-  } catch (error) {
-    throw new LicenseServerError('PUBLIC_KEY_INVALID', `${file} is not an Ed25519 public key in PEM form (${(error as Error).message})`);
-  }
+  return parseKeySet(pem, file);
 }
 
 /**
- * The server's public key from its store, for commands that verify without --public-key.
+ * The server's key set (active and verify-only keys) from its store, for commands that
+ * verify without --public-key.
  * The store must exist (DATABASE_NOT_FOUND otherwise): verifying against a store started
  * by accident in the wrong directory would only ever say "signature invalid". Undefined
  * when the store has no signing key yet.
  */
-export async function storedPublicKey(config: ResolvedConfig): Promise<Uint8Array | undefined> {
+export async function storedPublicKey(config: ResolvedConfig): Promise<KeySet | undefined> {
   let db: Awaited<ReturnType<typeof openExistingStore>>;
   try {
     db = await openExistingStore(config);
@@ -38,8 +38,8 @@ export async function storedPublicKey(config: ResolvedConfig): Promise<Uint8Arra
     });
   }
   try {
-    const key = await findSigningKey(db);
-    return key ? publicKeyFromPem(key.public_key_pem) : undefined;
+    const keys = await loadKeySet(db);
+    return keys.length > 0 ? keys : undefined;
   } finally {
     await db.close();
   }

@@ -47,9 +47,10 @@ On first start it creates the signing key and, when no admin token exists, a boo
     const tls = settings.server.tlsCert && settings.server.tlsKey
       ? { cert: readPem(settings.server.tlsCert), key: readPem(settings.server.tlsKey) }
       : undefined;
-    const [{ openDatabase }, { ensureSigningKey }, { bootstrapAdminToken }, { createApp }, { listen }] = await Promise.all([
+    const [{ openDatabase }, { ensureSigningKey }, { getSigner }, { bootstrapAdminToken }, { createApp }, { listen }] = await Promise.all([
       import('../lib/storage/open.js'),
       import('../lib/signing-keys/keys.js'),
+      import('../lib/signing-keys/signer.js'),
       import('../lib/admin-tokens.js'),
       import('../http/app.js'),
       import('../http/server.js'),
@@ -63,6 +64,9 @@ On first start it creates the signing key and, when no admin token exists, a boo
     const unregister = await registerDaemon(settings.database.url);
     try {
       const key = await ensureSigningKey(db, context);
+      // Sealed keys without the right key-encryption key: refuse to start (SIGNING_KEK_REQUIRED
+      // or SIGNING_KEK_WRONG) rather than serve a daemon that fails every checkout.
+      await getSigner(db);
       const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context);
       state = new ServingState(
         db,

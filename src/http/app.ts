@@ -19,6 +19,7 @@ import { adminPageRoutes } from './routes/admin-page.js';
 import { backupRoutes } from './routes/backups.js';
 import { clientRoutes } from './routes/client.js';
 import { healthRoutes } from './routes/health.js';
+import { signingKeyRoutes } from './routes/signing-keys.js';
 
 export interface AppDependencies {
   readonly state: ServingState;
@@ -230,7 +231,7 @@ export function createApp(deps: AppDependencies): App {
 }
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
+  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<AuthenticatedAdmin> {

@@ -23,7 +23,10 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       path: '/api/signing-key',
       access: 'admin',
       scope: 'read',
-      handle: async ({ actor }) => ({ json: { public_key_pem: (await ensureSigningKey(deps.db, context(actor))).public_key_pem } }),
+      handle: async ({ actor }) => {
+        const key = await ensureSigningKey(deps.db, context(actor));
+        return { json: { public_key_pem: key.public_key_pem, key_id: key.key_id } };
+      },
     },
     {
       method: 'POST',

@@ -163,6 +163,12 @@ export async function loadKeyPair(db: Database, keyId?: string): Promise<Signing
   return { keyId: id, publicKey: new Uint8Array(asBytesOrNull(row.public_key)!), secretKey, keyIdInFiles: asBool(row.key_id_in_files) };
 }
 
+/** How many private keys the store holds unsealed (what a backup without encryption exposes). */
+export async function unsealedPrivateKeys(db: Queryable): Promise<number> {
+  const rows = await db.query('SELECT count(*) AS n FROM signing_keys WHERE private_key IS NOT NULL AND sealed_with IS NULL');
+  return Number(rows[0]?.n ?? 0);
+}
+
 export function signingKeyMissing(): LicenseServerError {
   return new LicenseServerError('SIGNING_KEY_MISSING', 'this store has no signing key yet', {
     hint: 'Generate it with `license-server init` (or by starting `license-server serve`), or restore a backup that holds it.',

@@ -1,0 +1,84 @@
+import type { RouteDependencies } from '../app.js';
+import { publicKeyFromPem } from '../../lib/crypto/ed25519-pem.js';
+import { LicenseServerError } from '../../lib/errors.js';
+import { listVerifyingKeys, type SigningKeyInfo } from '../../lib/signing-keys/keys.js';
+import { retireSigningKey, rotateSigningKey } from '../../lib/signing-keys/rotation.js';
+import { expectFields, expectQuery } from '../fields.js';
+import type { Route } from '../router.js';
+
+/**
+ * The key set, read from the database on every request: a daemon answers a key another
+ * daemon sharing the database rotated in a moment ago, so no client is ever handed a file
+ * signed by a key it cannot get from any daemon. Rotation and retirement need `admin`.
+ */
+export function signingKeyRoutes(deps: RouteDependencies): Route[] {
+  const context = (actor: string) => ({ actor, clock: deps.clock });
+  const describe = ({ key_id, state, public_key_pem, fingerprint, created_at, deactivated_at }: SigningKeyInfo) => ({
+    key_id,
+    state,
+    algorithm: 'Ed25519',
+    public_key_pem,
+    fingerprint,
+    created_at,
+    deactivated_at,
+  });
+  return [
+    {
+      method: 'GET',
+      path: '/api/signing-keys',
+      access: 'admin',
+      scope: 'read',
+      handle: async ({ query }) => {
+        expectQuery(query, []);
+        const keys = await listVerifyingKeys(deps.db);
+        return { json: { active_key_id: keys.find((key) => key.state === 'active')?.key_id ?? null, keys: keys.map(describe) } };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/signing-keys/jwks',
+      access: 'admin',
+      scope: 'read',
+      handle: async ({ query }) => {
+        expectQuery(query, []);
+        const keys = await listVerifyingKeys(deps.db);
+        return {
+          json: {
+            keys: keys.map((key) => ({
+              kty: 'OKP',
+              crv: 'Ed25519',
+              x: Buffer.from(publicKeyFromPem(key.public_key_pem)).toString('base64url'),
+              kid: key.key_id,
+              use: 'sig',
+              alg: 'EdDSA',
+            })),
+          },
+        };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/signing-keys/rotate',
+      access: 'admin',
+      scope: 'admin',
+      handle: async ({ body, actor }) => {
+        expectFields(body, []);
+        const { previous, active } = await rotateSigningKey(deps.db, context(actor));
+        return { json: { previous: describe(previous), active: describe(active) } };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/signing-keys/:key_id/retire',
+      access: 'admin',
+      scope: 'admin',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, [], ['force']);
+        const force = body.force === undefined ? false : body.force;
+        if (typeof force !== 'boolean') throw new LicenseServerError('INVALID_INPUT', 'force must be true or false');
+        const retired = await retireSigningKey(deps.db, params.key_id!, { force, graceHours: deps.settings.grace.hours }, context(actor));
+        return { json: { ...describe(retired), retired_at: retired.retired_at, forced: retired.forced, signed_valid_until: retired.signed_valid_until } };
+      },
+    },
+  ];
+}

@@ -1,0 +1,113 @@
+import { recordAudit } from '../audit.js';
+import { now, type OperationContext } from '../context.js';
+import { LicenseServerError } from '../errors.js';
+import type { Database, Engine, Queryable } from '../storage/types.js';
+import { findSigningKey, getSigningKey, insertSigningKey, signingKeyMissing, type SigningKeyInfo } from './keys.js';
+
+/**
+ * Makes a new key the active signer; the old one becomes verify-only. Whoever rotates
+ * second, on this or another daemon sharing the database, finds the active key is no longer
+ * the one it read and fails with SIGNING_KEY_CONFLICT, changing nothing: one rotation wins
+ * and there is never a moment with two active keys (a unique index admits one).
+ */
+export async function rotateSigningKey(db: Database, context: OperationContext): Promise<{ previous: SigningKeyInfo; active: SigningKeyInfo }> {
+  const previous = await findSigningKey(db);
+  if (!previous) throw signingKeyMissing();
+  const { ed25519 } = await import('@noble/curves/ed25519.js');
+  const secretKey = ed25519.utils.randomSecretKey();
+  try {
+    const active = await db.transaction(async (tx) => {
+      const at = now(context).toISOString();
+      const demoted = await tx.query(
+        'UPDATE signing_keys SET is_current = ?, deactivated_at = ? WHERE id = ? AND is_current = ? RETURNING id',
+        [false, at, previous.id, true],
+      );
+      if (demoted.length === 0) throw rotationConflict(previous.key_id);
+      const inserted = await insertSigningKey(tx, db, { secretKey, active: true, keyIdInFiles: true }, context, 'signing_key.rotated', {
+        previous_key_id: previous.key_id,
+      });
+      if (!inserted) throw rotationConflict(previous.key_id);
+      return inserted;
+    });
+    return { previous: await getSigningKey(db, previous.key_id), active };
+  } finally {
+    secretKey.fill(0);
+  }
+}
+
+function rotationConflict(keyId: string): LicenseServerError {
+  return new LicenseServerError('SIGNING_KEY_CONFLICT', `another rotation replaced the active key ${keyId} first; this one changed nothing`);
+}
+
+export interface RetireOptions {
+  /** Retire even though files or grace tokens it signed may still be valid. */
+  readonly force?: boolean;
+  /** The grace.hours setting: how long grace tokens live. */
+  readonly graceHours: number;
+}
+
+/**
+ * Retires a verify-only key: its private half is deleted and it leaves the key set, so
+ * everything it signed stops verifying. Refused for the active key, and while a file or a
+ * grace token it signed may still be valid (see signedUntil) unless `force`.
+ */
+export async function retireSigningKey(
+  db: Database,
+  keyId: string,
+  options: RetireOptions,
+  context: OperationContext,
+): Promise<SigningKeyInfo & { signed_valid_until: string | null; forced: boolean }> {
+  return db.transaction(async (tx) => {
+    const key = await getSigningKey(tx, keyId);
+    if (key.state === 'active') {
+      throw new LicenseServerError('SIGNING_KEY_ACTIVE', `signing key ${key.key_id} is the active key and cannot be retired`);
+    }
+    if (key.state === 'retired') throw new LicenseServerError('SIGNING_KEY_RETIRED', `signing key ${key.key_id} was retired at ${key.retired_at}`);
+    const at = now(context);
+    const until = await signedUntil(tx, db.engine, key, options.graceHours);
+    const inUse = until !== null && Date.parse(until) > at.getTime();
+    if (inUse && options.force !== true) {
+      throw new LicenseServerError(
+        'SIGNING_KEY_IN_USE',
+        `signing key ${key.key_id} signed files or grace tokens that may be valid until ${until}; retiring it now makes them fail verification`,
+      );
+    }
+    const retired = await tx.query(
+      `UPDATE signing_keys SET retired_at = ?, private_key = NULL, sealed_with = NULL
+       WHERE id = ? AND is_current = ? AND retired_at IS NULL RETURNING retired_at`,
+      [at.toISOString(), key.id, false],
+    );
+    if (retired.length === 0) throw new LicenseServerError('SIGNING_KEY_RETIRED', `signing key ${key.key_id} was retired meanwhile`);
+    await recordAudit(tx, context, {
+      action: 'signing_key.retired',
+      entityType: 'signing_key',
+      entityId: key.id,
+      details: { key_id: key.key_id, forced: inUse, signed_valid_until: until },
+    });
+    return { ...(await getSigningKey(tx, keyId)), signed_valid_until: until, forced: inUse };
+  });
+}
+
+/**
+ * The latest time at which something this key signed may still be valid, or null when it
+ * never signed anything that outlives it:
+ * - `.lic` files: the latest valid_until among the checkouts the audit log records for the
+ *   key (by key id, or by row id for checkouts made before key ids);
+ * - grace tokens: the key stopped signing at deactivated_at, and a token lives at most
+ *   grace.hours, or a floating license's lease_hours when that is longer.
+ */
+export async function signedUntil(db: Queryable, engine: Engine, key: SigningKeyInfo, graceHours: number): Promise<string | null> {
+  const keyOf = engine === 'postgres' ? "details->>'signing_key_id'" : "json_extract(details, '$.signing_key_id')";
+  const validUntil = engine === 'postgres' ? "details->>'valid_until'" : "json_extract(details, '$.valid_until')";
+  const files = await db.query(
+    `SELECT max(${validUntil}) AS until FROM audit_log WHERE action = 'license.checked_out' AND ${keyOf} IN (?, ?)`,
+    [key.key_id, key.id],
+  );
+  const leases = await db.query('SELECT max(lease_hours) AS hours FROM licenses WHERE floating = ?', [true]);
+  const tokenHours = Math.max(graceHours, Number(leases[0]?.hours ?? 0));
+  const tokensUntil = key.deactivated_at === null ? null : Date.parse(key.deactivated_at) + tokenHours * 3_600_000;
+  const filesUntil = files[0]?.until ? Date.parse(String(files[0].until)) : null;
+  const latest = Math.max(tokensUntil ?? Number.NEGATIVE_INFINITY, filesUntil ?? Number.NEGATIVE_INFINITY);
+  return Number.isFinite(latest) ? new Date(latest).toISOString() : null;
+}
+
