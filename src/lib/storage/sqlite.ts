@@ -209,6 +209,8 @@ function openConnection(file: string, create: boolean): BetterSqlite3.Database {
     // In WAL mode NORMAL never corrupts; a power cut may lose the last commits, a crash does not.
     db.pragma('synchronous = NORMAL');
     db.pragma('foreign_keys = ON');
+    // A replaced or deleted private signing key (protect, retire) must not linger in free space.
+    db.pragma('secure_delete = ON');
     // Migration 5 derives key ids in SQL; SQLite has no SHA-256 of its own.
     db.function('license_server_key_id', { deterministic: true }, (publicKey) => keyIdOf(publicKey as Uint8Array));
     return db;
