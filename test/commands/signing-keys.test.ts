@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import canonicalize from 'canonicalize';
@@ -126,5 +126,50 @@ forEachEngine('signing keys from the command line', (fixture) => {
       assert.match(result.stderr, reason);
       assert.ok(!result.stderr.includes('MC4CAQAwBQYDK2VwBCIEIJ1hsZ3v'), 'the private key is not echoed');
     }
+  });
+
+  it('exports a key for escrow (encrypted PKCS#8 that OpenSSL opens) and imports it into another store, audited both ways', async () => {
+    const pem = ok(await cli('signing-key', 'show')).stdout;
+    const active = ok(await cli('signing-key', 'list', '--json')).json().find((k: any) => k.state === 'active');
+    const passphraseFile = path.join(cwd, 'escrow-passphrase');
+    writeFileSync(passphraseFile, 'a long escrow passphrase\n');
+    const escrow = path.join(cwd, 'escrow.p8');
+    const noTerminal = await cli('signing-key', 'export', active.key_id, '--out', escrow);
+    assert.equal(noTerminal.code, 2);
+    assert.match(noTerminal.stderr, /PASSPHRASE_REQUIRED/);
+    writeFileSync(path.join(cwd, 'short'), 'short\n');
+    assert.match((await cli('signing-key', 'export', active.key_id, '--out', escrow, '--passphrase-file', path.join(cwd, 'short'))).stderr, /fewer than 12 characters/);
+    ok(await cli('signing-key', 'export', active.key_id, '--out', escrow, '--passphrase-file', passphraseFile));
+    const text = readFileSync(escrow, 'utf8');
+    assert.match(text, /^-----BEGIN ENCRYPTED PRIVATE KEY-----\n/);
+    assert.equal(statSync(escrow).mode & 0o777, 0o600);
+    const opened = execFileSync('openssl', ['pkey', '-in', escrow, '-passin', `file:${passphraseFile}`, '-pubout'], { encoding: 'utf8' });
+    assert.equal(opened, pem);
+    assert.equal((await cli('signing-key', 'export', active.key_id, '--out', escrow, '--passphrase-file', passphraseFile)).code, 5, 'never over an existing file');
+
+    // Another store (a host rebuilt after its database was lost) takes the key back and signs with it.
+    const other = { LICENSE_DATABASE_URL: await fixture.freshUrl() };
+    const otherCli = (...args: string[]) => runCli(args, { env: other, cwd });
+    ok(await otherCli('init'));
+    writeFileSync(path.join(cwd, 'wrong'), 'not the passphrase at all\n');
+    const wrong = await otherCli('signing-key', 'import', escrow, '--passphrase-file', path.join(cwd, 'wrong'));
+    assert.equal(wrong.code, 2);
+    assert.match(wrong.stderr, /KEY_FILE_INVALID/);
+    const imported = ok(await otherCli('signing-key', 'import', escrow, '--passphrase-file', passphraseFile, '--activate', '--json')).json();
+    assert.deepEqual([imported.key_id, imported.state], [active.key_id, 'active']);
+    assert.equal(ok(await otherCli('signing-key', 'show')).stdout, pem);
+    const again = await otherCli('signing-key', 'import', escrow, '--passphrase-file', passphraseFile);
+    assert.equal(again.code, 5);
+    assert.match(again.stderr, /SIGNING_KEY_EXISTS/);
+    const customer = ok(await otherCli('customer', 'create', '--name', 'Rebuilt', '--json')).json().id;
+    const license = ok(await otherCli('license', 'create', '--customer', customer, '--type', 'time_based', '--valid-until', '2099-12-31', '--json')).json().id;
+    const file = path.join(cwd, 'rebuilt.lic');
+    ok(await otherCli('license', 'checkout', license, '--ttl-days', '3', '--out', file));
+    const pemFile = path.join(cwd, 'escrowed.pem');
+    writeFileSync(pemFile, pem);
+    ok(await otherCli('license', 'verify', file, '--public-key', pemFile));
+    assert.equal(ok(await cli('audit', 'list', '--action', 'signing_key.exported', '--json')).json()[0].details.key_id, active.key_id);
+    assert.equal(ok(await otherCli('audit', 'list', '--action', 'signing_key.imported', '--json')).json()[0].details.key_id, active.key_id);
+    assert.ok(!readFileSync(escrow, 'utf8').includes(pem.split('\n')[1]!), 'the escrow file is not the public key');
   });
 });
