@@ -108,6 +108,14 @@ forEachEngine('signing keys sealed at rest', (fixture) => {
     writeFileSync(pemFile, pem);
     ok(await runCli(['license', 'verify', file, '--public-key', pemFile], { env: hostEnv, cwd: host }));
     refused(await runCli(['license', 'checkout', licenseId, '--ttl-days', '5', '--out', path.join(host, 'x.lic')], { env: { ...hostEnv, LICENSE_SIGNING_KEY_ENCRYPTION_KEY: '' }, cwd: host }), 3, 'SIGNING_KEK_REQUIRED');
+
+    // A host without the key-encryption key gets the data, and is told plainly that it cannot sign.
+    const bare = path.join(work, 'bare-host');
+    mkdirSync(bare);
+    const bareEnv = { LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_BACKUP_PATH: path.join(bare, 'backups') };
+    const restored = ok(await runCli(['backup', 'restore', path.join(work, 'backups', backup.file), '--yes'], { env: bareEnv, cwd: bare }));
+    assert.match(restored.stderr, /^warning: signing key [0-9a-f]{16} is sealed and no signing\.key_encryption_key is configured.*set signing\.key_encryption_key to the key-encryption key/m);
+    assert.equal(ok(await runCli(['signing-key', 'show'], { env: bareEnv, cwd: bare })).stdout, pem);
   });
 
   it('unprotect stores the keys unsealed again, and then backups without encryption warn that they hold them', async () => {

@@ -40,6 +40,7 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     const migrated = report.migrated_to !== report.schema_version ? `, migrated from schema ${report.schema_version} to ${report.migrated_to}` : '';
     const safety = report.pre_restore_backup_id ? `; the previous state is backup ${report.pre_restore_backup_id}` : '';
     this.say(`restored backup ${report.backup_id} (${report.engine}${migrated})${safety}`);
+    if (report.signing_key_warning) this.warnLine(`${report.signing_key_warning}; set signing.key_encryption_key to the key-encryption key the backup's keys were sealed with`);
     if (report.replaced_config) this.say(`configuration restored; the replaced file is kept as ${report.replaced_config}`);
     const { admin_tokens: tokens, licenses, customers, machines, keep } = report.revocations;
     for (const token of tokens) this.say(`kept revoked: admin token "${token.name}" (${token.prefix}), revoked ${token.revoked_at}`);

@@ -6,6 +6,7 @@ import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { syncDirectory, syncFile, writeFileDurably } from '../files/durable-write.js';
 import { isPostgresUrl, openDatabase } from '../storage/open.js';
+import type { Database } from '../storage/types.js';
 import { SCHEMA_VERSION } from '../storage/migrations.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import type { Progress } from './archive.js';
@@ -51,6 +52,12 @@ export interface RestoreReport {
   readonly replaced_config: string | null;
   /** What was revoked in the replaced database and active in the backup (see RevocationCarry). */
   readonly revocations: CarriedRevocations;
+  /**
+   * Why this host cannot sign with the restored keys, or null when it can: they are sealed
+   * and signing.key_encryption_key is unset here or another key (the restore itself stands;
+   * set the key-encryption key the backup's keys were sealed with).
+   */
+  readonly signing_key_warning: string | null;
 }
 
 /**
@@ -107,8 +114,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       await swapSqlite(settings.database.url, archive.files.get('database/sqlite.db')!, carry);
     }
     const revocations = carry.result;
-    const db = await openDatabase(settings.database.url);
+    const db = await openDatabase(settings.database.url, { keyEncryptionKey: settings.signing.keyEncryptionKey });
     let migratedTo: number;
+    let signingKeyWarning: string | null = null;
     try {
       migratedTo = (await (await import('../storage/migrations.js')).migrate(db)).to;
       await db.transaction((tx) =>
@@ -119,6 +127,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
           details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations },
         }),
       );
+      signingKeyWarning = await signingKeyProblem(db);
     } finally {
       await db.close();
     }
@@ -133,10 +142,24 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       pre_restore_backup_id: safety?.backup_id ?? null,
       replaced_config: replacedConfig,
       revocations,
+      signing_key_warning: signingKeyWarning,
     };
   } finally {
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
     await release();
+  }
+}
+
+/** Whether the restored active key opens here (sealed keys need this host's key-encryption key). */
+async function signingKeyProblem(db: Database): Promise<string | null> {
+  const { loadKeyPair } = await import('../signing-keys/keys.js');
+  try {
+    (await loadKeyPair(db)).secretKey.fill(0);
+    return null;
+  } catch (error) {
+    if (error instanceof LicenseServerError && ['SIGNING_KEK_REQUIRED', 'SIGNING_KEK_WRONG', 'SIGNING_KEY_DAMAGED'].includes(error.code)) return error.message;
+    if (error instanceof LicenseServerError && error.code === 'SIGNING_KEY_MISSING') return null;
+    throw error;
   }
 }
 
