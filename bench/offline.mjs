@@ -22,7 +22,7 @@ import { createLicense } from '../dist/lib/licensing/licenses.js';
 import { checkoutLicense } from '../dist/lib/offline/checkout.js';
 import { decodeLicenseFile } from '../dist/lib/offline/format.js';
 import { verifyLicenseFile } from '../dist/lib/offline/verify.js';
-import { ensureSigningKey, loadSigningKeyPair } from '../dist/lib/signing-key.js';
+import { ensureSigningKey, loadKeyPair } from '../dist/lib/signing-keys/keys.js';
 import { openDatabase } from '../dist/lib/storage/open.js';
 
 const arg = (name, fallback) => {
@@ -83,7 +83,7 @@ try {
   const sample = await checkout(sqlite, license)();
   const decoded = decodeLicenseFile(sample.license_file);
   const message = decoded.signedBytes;
-  const pair = await loadSigningKeyPair(sqlite);
+  const pair = await loadKeyPair(sqlite);
   const keyObject = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), pair.secretKey]), format: 'der', type: 'pkcs8' });
   const publicKeyObject = createPublicKey(keyObject);
   const signature = nodeSign(null, message, keyObject);
