@@ -1,10 +1,11 @@
 import { createCipheriv, createPrivateKey, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit.js';
-import { now, type OperationContext } from '../context.js';
+import type { OperationContext } from '../context.js';
 import { keyIdOf } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import type { Database } from '../storage/types.js';
 import { findSigningKey, getSigningKey, insertSigningKey, loadKeyPair, type SigningKeyInfo } from './keys.js';
+import { demoteActiveKey } from './rotation.js';
 
 /**
  * Escrow copies of private signing keys: PKCS#8 EncryptedPrivateKeyInfo (RFC 5958) under a
@@ -113,15 +114,7 @@ export async function importSigningKey(db: Database, secretKey: Uint8Array, opti
     return await db.transaction(async (tx) => {
       if ((await tx.query('SELECT 1 FROM signing_keys WHERE key_id = ?', [keyId])).length > 0) throw exists();
       const previous = options.activate ? await findSigningKey(tx) : undefined;
-      if (previous) {
-        const demoted = await tx.query('UPDATE signing_keys SET is_current = ?, deactivated_at = ? WHERE id = ? AND is_current = ? RETURNING id', [
-          false,
-          now(context).toISOString(),
-          previous.id,
-          true,
-        ]);
-        if (demoted.length === 0) throw new LicenseServerError('SIGNING_KEY_CONFLICT', `another rotation replaced the active key ${previous.key_id} first; nothing was imported`);
-      }
+      if (previous) await demoteActiveKey(tx, previous, context);
       const inserted = await insertSigningKey(tx, db, { secretKey, active: options.activate, keyIdInFiles: options.keyIdInFiles }, context, 'signing_key.imported', {
         activated: options.activate,
         ...(previous ? { previous_key_id: previous.key_id } : {}),

@@ -17,12 +17,7 @@ export async function rotateSigningKey(db: Database, context: OperationContext):
   const secretKey = ed25519.utils.randomSecretKey();
   try {
     const active = await db.transaction(async (tx) => {
-      const at = now(context).toISOString();
-      const demoted = await tx.query(
-        'UPDATE signing_keys SET is_current = ?, deactivated_at = ? WHERE id = ? AND is_current = ? RETURNING id',
-        [false, at, previous.id, true],
-      );
-      if (demoted.length === 0) throw rotationConflict(previous.key_id);
+      await demoteActiveKey(tx, previous, context);
       const inserted = await insertSigningKey(tx, db, { secretKey, active: true, keyIdInFiles: true }, context, 'signing_key.rotated', {
         previous_key_id: previous.key_id,
       });
@@ -33,6 +28,21 @@ export async function rotateSigningKey(db: Database, context: OperationContext):
   } finally {
     secretKey.fill(0);
   }
+}
+
+/**
+ * Makes `previous`, read as the active key, verify-only; SIGNING_KEY_CONFLICT when it is no
+ * longer the active key (on PostgreSQL a concurrent demotion holds the row until it commits,
+ * and this one then finds the row changed).
+ */
+export async function demoteActiveKey(tx: Queryable, previous: SigningKeyInfo, context: OperationContext): Promise<void> {
+  const demoted = await tx.query('UPDATE signing_keys SET is_current = ?, deactivated_at = ? WHERE id = ? AND is_current = ? RETURNING id', [
+    false,
+    now(context).toISOString(),
+    previous.id,
+    true,
+  ]);
+  if (demoted.length === 0) throw rotationConflict(previous.key_id);
 }
 
 function rotationConflict(keyId: string): LicenseServerError {
