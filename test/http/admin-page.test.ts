@@ -113,6 +113,10 @@ describe('the admin page in headless Chromium', function () {
   it('shows the signing key and checks a license out to a .lic file', async () => {
     const pem = (await api(serve.url, 'GET', '/api/signing-key', { token: serve.token })).body.public_key_pem;
     assert.equal(await page.locator('#pem').textContent(), pem);
+    const { keys } = (await api(serve.url, 'GET', '/api/signing-keys', { token: serve.token })).body;
+    assert.deepEqual(await page.locator('#key-table tbody tr').evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent))),
+      keys.map((k: any) => [k.key_id, k.state, k.created_at, k.fingerprint]));
+    assert.equal(await page.locator('#key-set').textContent(), keys.map((k: any) => `# key_id ${k.key_id} ${k.state}\n${k.public_key_pem}`).join(''));
     const row = page.locator(`#license-table tr[data-license-id="${license.id}"]`);
     await row.getByLabel('TTL (days)').fill('10');
     await row.getByLabel('Hardware ID').fill('browser-machine');

@@ -241,8 +241,21 @@ async function loadMachines(licenses) {
 }
 
 async function loadSigningKey() {
-  const { public_key_pem: pem } = await (await call('GET', '/api/signing-key')).json();
+  const [{ public_key_pem: pem }, { keys }] = await Promise.all([
+    (await call('GET', '/api/signing-key')).json(),
+    (await call('GET', '/api/signing-keys')).json(),
+  ]);
   $('#pem').textContent = pem;
+  const body = $('#key-table tbody');
+  body.replaceChildren();
+  for (const key of keys) {
+    const row = document.createElement('tr');
+    row.dataset.keyId = key.key_id;
+    for (const value of [key.key_id, key.state, key.created_at, key.fingerprint]) cell(row, value);
+    body.append(row);
+  }
+  // The same text as `signing-key show --all`, which license verify --public-key and the client read.
+  $('#key-set').textContent = keys.map((key) => `# key_id ${key.key_id} ${key.state}\n${key.public_key_pem}`).join('');
 }
 
 async function show() {
@@ -328,6 +341,16 @@ document.addEventListener('DOMContentLoaded', () => {
       ].join('');
       return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.${carried}`;
     });
+  });
+  $('#copy-key-set').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText($('#key-set').textContent);
+      say('Key set copied.');
+    } catch {
+      $('#key-set').hidden = false;
+      getSelection().selectAllChildren($('#key-set'));
+      say('Select-all done: press Ctrl+C (or Cmd+C) to copy.');
+    }
   });
   $('#copy-pem').addEventListener('click', async () => {
     try {
