@@ -11,3 +11,5 @@ export { deriveHardwareId } from './hardware-id.js';
 export { verifyLicenseFile } from '../lib/offline/verify.js';
 export { verifyGraceToken } from '../lib/licensing/grace-token.js';
 export { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';
+export { keyIdOf, parseKeySet } from '../lib/crypto/key-set.js';
+export type { KeySet, KeySetInput, VerificationKey } from '../lib/crypto/key-set.js';

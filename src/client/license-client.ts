@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type { KeySet } from '../lib/crypto/key-set.js';
 import { isLicenseServerError } from '../lib/errors.js';
 import { setLongTimeout, setTimerUntil, type LongTimer } from '../lib/long-timer.js';
 import { describeFsError } from '../lib/fs-errors.js';
@@ -107,6 +108,15 @@ export class LicenseClient {
     this.trust = new OfflineTrust(this.store, this.options.offline.enabled);
     const normalized = normalizeLicenseKey(this.options.licenseKey);
     this.keyPrefix = licenseKeyPrefix(normalized ?? this.options.licenseKey.toUpperCase());
+  }
+
+  /**
+   * The key set of offline.publicKey, parsed once by resolveOptions. Only read with offline
+   * mode on, where the option is required; a file or token is checked with the key its
+   * key_id / kid names, or with each key when it names none.
+   */
+  private get keySet(): KeySet {
+    return this.options.offline.publicKey ?? [];
   }
 
   /** True while the server is unreachable and the client answers from its offline tiers. */
@@ -268,7 +278,7 @@ export class LicenseClient {
   private async rememberValid(body: Record<string, unknown>, save: Save): Promise<void> {
     if (!(await this.trust.onlineAnswer(this.serverTime(body.server_time), undefined, save))) return;
     try {
-      verifyGraceToken(String(body.grace_token), this.options.offline.publicKey!, { now: this.clock.now(), hardwareId: this.hardwareId });
+      verifyGraceToken(String(body.grace_token), this.keySet, { now: this.clock.now(), hardwareId: this.hardwareId });
     } catch {
       return;
     }
@@ -304,7 +314,7 @@ export class LicenseClient {
       return undefined;
     }
     try {
-      const verified = verifyLicenseFile(bytes, { publicKey: this.options.offline.publicKey!, hardwareId: this.hardwareId, now });
+      const verified = verifyLicenseFile(bytes, { publicKey: this.keySet, hardwareId: this.hardwareId, now });
       if (verified.payload.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'license-file', code: 'LICENSE_FILE_MISMATCH', message: 'the license file is for another license key' });
         return undefined;
@@ -324,7 +334,7 @@ export class LicenseClient {
       return undefined;
     }
     try {
-      const { claims } = verifyGraceToken(cached.token, this.options.offline.publicKey!, { now, hardwareId: this.hardwareId });
+      const { claims } = verifyGraceToken(cached.token, this.keySet, { now, hardwareId: this.hardwareId });
       if (claims.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'grace-token', code: 'GRACE_TOKEN_MISMATCH', message: 'the cached grace token is for another license key' });
         return undefined;
@@ -341,7 +351,7 @@ export class LicenseClient {
     const cached = await this.store.readGrace();
     if (!cached) return 0;
     try {
-      const { claims } = verifyGraceToken(cached.token, this.options.offline.publicKey!, { now, hardwareId: this.hardwareId });
+      const { claims } = verifyGraceToken(cached.token, this.keySet, { now, hardwareId: this.hardwareId });
       return Math.max(0, claims.exp * 1000 - now.getTime());
     } catch {
       return 0;

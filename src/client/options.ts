@@ -1,6 +1,7 @@
 import { homedir, platform } from 'node:os';
 import path from 'node:path';
-import { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';
+import { parseKeySet, type KeySet, type KeySetInput } from '../lib/crypto/key-set.js';
+import { isLicenseServerError } from '../lib/errors.js';
 import { parseHardwareId } from '../lib/offline/binding.js';
 
 /** Spec section 2.6, in camelCase. Durations are milliseconds. */
@@ -10,8 +11,13 @@ export interface OfflineOptions {
   readonly cacheDir?: string;
   /** The `.lic` file; required when offline mode is enabled. */
   readonly licenseFile?: string;
-  /** The server's Ed25519 public key: 32 raw bytes or the PEM of `signing-key show`. Required. */
-  readonly publicKey?: Uint8Array | string;
+  /**
+   * The server's Ed25519 public keys, required: one key (32 raw bytes, or the PEM of
+   * `signing-key show`), a PEM text of several blocks (`signing-key show --all`), or a list
+   * of those. Ship the current key and its successor, and a rotation breaks nothing: a file
+   * or token is checked with the key its `key_id` / `kid` names, or with each key without one.
+   */
+  readonly publicKey?: KeySetInput;
   readonly retryInterval?: number;
   readonly maxRetryInterval?: number;
   /** 0: retry for ever. */
@@ -59,7 +65,8 @@ export interface ResolvedOptions {
     readonly enabled: boolean;
     readonly cacheDir: string;
     readonly licenseFile: string | undefined;
-    readonly publicKey: Uint8Array | undefined;
+    /** The key set of offline.publicKey, parsed once; undefined when none was given. */
+    readonly publicKey: KeySet | undefined;
     readonly retryInterval: number;
     readonly maxRetryInterval: number;
     readonly maxRetryAttempts: number;
@@ -108,16 +115,10 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
   if (clock !== undefined && (!isObject(clock) || typeof clock.now !== 'function' || typeof clock.setTimeout !== 'function' || typeof clock.clearTimeout !== 'function')) {
     fail('clock must have now(), setTimeout() and clearTimeout()');
   }
-  if (enabled && offline.publicKey === undefined) fail('public key is required');
-  let publicKey: Uint8Array | undefined;
-  if (offline.publicKey !== undefined) {
-    try {
-      publicKey = typeof offline.publicKey === 'string' ? publicKeyFromPem(offline.publicKey) : Uint8Array.from(offline.publicKey);
-    } catch {
-      return fail('public key must be 32 raw Ed25519 bytes or a PEM "PUBLIC KEY"');
-    }
-    if (publicKey.length !== 32) fail('public key must be 32 raw Ed25519 bytes or a PEM "PUBLIC KEY"');
-  }
+  // An empty list is no key at all.
+  const keyInput = Array.isArray(offline.publicKey) && offline.publicKey.length === 0 ? undefined : offline.publicKey;
+  if (enabled && keyInput === undefined) fail('public key is required');
+  const publicKey = keyInput === undefined ? undefined : keySetOrFail(keyInput, fail);
   const duration = (value: number | undefined, fallback: number, name: string) => {
     const result = value ?? fallback;
     if (!Number.isFinite(result) || result <= 0) fail(`${name} must be a positive number of milliseconds`);
@@ -146,6 +147,20 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
       allowOfflineUsageReporting: offline.allowOfflineUsageReporting === true,
     },
   };
+}
+
+const BAD_KEY = 'public key must be 32 raw Ed25519 bytes or a PEM "PUBLIC KEY", or a list of them';
+
+/** The key set of offline.publicKey, parsed once; a bad one fails with parseKeySet's reason. */
+function keySetOrFail(input: unknown, fail: (message: string) => never): KeySet {
+  // parseKeySet names a bad item of a list itself; anything else is not a key at all.
+  if (typeof input !== 'string' && !(input instanceof Uint8Array) && !Array.isArray(input)) return fail(BAD_KEY);
+  try {
+    return parseKeySet(input as KeySetInput, 'offline.publicKey');
+  } catch (error) {
+    if (isLicenseServerError(error)) return fail(`${BAD_KEY}: ${error.message}`);
+    return fail(BAD_KEY);
+  }
 }
 
 function cacheDirOrFail(enabled: boolean, fail: (message: string) => never): string {

@@ -116,7 +116,8 @@ forEachEngine('records from the command line', (fixture) => {
     assert.match(text, /ED25519 Public-Key/);
     const json = ok(await cli('signing-key', 'show', '--json')).json();
     assert.equal(json.public_key_pem, pem);
-    assert.deepEqual(Object.keys(json).sort(), ['created_at', 'fingerprint', 'public_key_pem']);
+    assert.deepEqual(Object.keys(json).sort(), ['created_at', 'fingerprint', 'key_id', 'public_key_pem', 'state']);
+    assert.equal(json.key_id, json.fingerprint.slice(0, 16));
     const db = await openDatabase(env.LICENSE_DATABASE_URL!);
     try {
       const [row] = await db.query<{ private_key: Buffer }>('SELECT private_key FROM signing_keys');

@@ -116,6 +116,8 @@ forEachEngine('signing keys from the command line', (fixture) => {
       [`${pem}-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ1hsZ3v/VpguoRK9JLsLMREScVpezJpGXA7rAMcrn9g\n-----END PRIVATE KEY-----\n`, /block 2 is a private key/],
       [`${pem}-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAAAAA\n-----END PUBLIC KEY-----\n`, /block 2 is not a well-formed Ed25519 public key/],
       [`${pem}${pem}`, /appears twice/],
+      [`${pem}${pem.slice(0, 60)}`, /block 2 is not closed \(is the file cut short\?\)/],
+      [pem.replace('END PUBLIC KEY', 'END PRIVATE KEY'), /block 1 begins "PUBLIC KEY" but ends "PRIVATE KEY"/],
     ];
     for (const [text, reason] of cases) {
       const file = path.join(cwd, 'bad-set.pem');
@@ -171,5 +173,28 @@ forEachEngine('signing keys from the command line', (fixture) => {
     assert.equal(ok(await cli('audit', 'list', '--action', 'signing_key.exported', '--json')).json()[0].details.key_id, active.key_id);
     assert.equal(ok(await otherCli('audit', 'list', '--action', 'signing_key.imported', '--json')).json()[0].details.key_id, active.key_id);
     assert.ok(!readFileSync(escrow, 'utf8').includes(pem.split('\n')[1]!), 'the escrow file is not the public key');
+  });
+
+  it('prepares the next key ahead of the switch: it is in the key set at once, signs nothing until rotate switches to it', async () => {
+    const active = ok(await cli('signing-key', 'show', '--json')).json();
+    const next = ok(await cli('signing-key', 'rotate', '--prepare', '--json')).json();
+    assert.deepEqual([next.state, next.created], ['next', true]);
+    assert.equal(ok(await cli('signing-key', 'rotate', '--prepare', '--json')).json().key_id, next.key_id, 'one next key at a time');
+    const shipped = ok(await cli('signing-key', 'show', '--all')).stdout;
+    assert.ok(shipped.startsWith(`# key_id ${active.key_id} active\n`), shipped);
+    assert.ok(shipped.includes(`# key_id ${next.key_id} next\n`));
+    const shippedFile = path.join(cwd, 'shipped-set.pem');
+    writeFileSync(shippedFile, shipped);
+    const stillOld = path.join(cwd, 'still-old.lic');
+    ok(await cli('license', 'checkout', licenseId, '--ttl-days', '5', '--out', stillOld));
+    assert.equal(payloadOf(stillOld).key_id, active.key_id, 'the next key signs nothing before the switch');
+
+    const rotated = ok(await cli('signing-key', 'rotate', '--json')).json();
+    assert.equal(rotated.active.key_id, next.key_id, 'rotate switches to the prepared key');
+    const switched = path.join(cwd, 'switched.lic');
+    ok(await cli('license', 'checkout', licenseId, '--ttl-days', '5', '--out', switched));
+    assert.equal(payloadOf(switched).key_id, next.key_id);
+    // A client released with the set before the switch verifies both files.
+    for (const file of [stillOld, switched]) ok(await cli('license', 'verify', file, '--public-key', shippedFile));
   });
 });

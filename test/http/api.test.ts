@@ -58,10 +58,13 @@ forEachEngine('HTTP API against a real serve process', (fixture) => {
     }
   });
 
-  it('serves the public signing key as PEM', async () => {
+  it('serves the public signing key as PEM, with its key id', async () => {
     const { body } = await call('GET', '/api/signing-key');
     assert.match(body.public_key_pem, /^-----BEGIN PUBLIC KEY-----\n/);
-    assert.deepEqual(Object.keys(body), ['public_key_pem']);
+    assert.deepEqual(Object.keys(body), ['public_key_pem', 'key_id']);
+    const set = (await call('GET', '/api/signing-keys')).body;
+    assert.equal(set.active_key_id, body.key_id);
+    assert.equal(set.keys[0].public_key_pem, body.public_key_pem);
   });
 
   it('creates, reads, lists and (de)activates customers, entitlements and licenses', async () => {

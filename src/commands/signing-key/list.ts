@@ -3,7 +3,7 @@ import { formatTable } from '../../cli/output.js';
 import { listSigningKeys, type SigningKeyInfo } from '../../lib/signing-keys/keys.js';
 
 export default class SigningKeyList extends BaseCommand<typeof SigningKeyList> {
-  static override description = 'List the signing keys: id, state (active, verify-only, retired), creation, fingerprint, and whether the private key is sealed.';
+  static override description = 'List the signing keys: id, state (active, next, verify-only, retired), creation, fingerprint, and whether the private key is sealed.';
 
   async run(): Promise<SigningKeyInfo[]> {
     const keys = await this.withDatabase((db) => listSigningKeys(db));

@@ -18,7 +18,7 @@ export default class SigningKeyShow extends BaseCommand<typeof SigningKeyShow> {
     '<%= config.bin %> signing-key show --all > key-set.pem',
   ];
   static override flags = {
-    all: Flags.boolean({ description: 'Every key that verifies (active first, then verify-only), each PEM block after a "# key_id ... state" line.', default: false }),
+    all: Flags.boolean({ description: 'Every key that verifies (active first, then the next and verify-only ones), each PEM block after a "# key_id ... state" line.', default: false }),
   };
 
   async run(): Promise<ShownKey | ShownKey[]> {

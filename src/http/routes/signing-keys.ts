@@ -2,7 +2,7 @@ import type { RouteDependencies } from '../app.js';
 import { publicKeyFromPem } from '../../lib/crypto/ed25519-pem.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { listVerifyingKeys, type SigningKeyInfo } from '../../lib/signing-keys/keys.js';
-import { retireSigningKey, rotateSigningKey } from '../../lib/signing-keys/rotation.js';
+import { prepareSigningKey, retireSigningKey, rotateSigningKey } from '../../lib/signing-keys/rotation.js';
 import { expectFields, expectQuery } from '../fields.js';
 import type { Route } from '../router.js';
 
@@ -62,7 +62,12 @@ export function signingKeyRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'admin',
       handle: async ({ body, actor }) => {
-        expectFields(body, []);
+        expectFields(body, [], ['prepare']);
+        if (body.prepare !== undefined && typeof body.prepare !== 'boolean') throw new LicenseServerError('INVALID_INPUT', 'prepare must be true or false');
+        if (body.prepare === true) {
+          const next = await prepareSigningKey(deps.db, context(actor));
+          return { status: next.created ? 201 : 200, json: { next: describe(next), created: next.created } };
+        }
         const { previous, active } = await rotateSigningKey(deps.db, context(actor));
         return { json: { previous: describe(previous), active: describe(active) } };
       },

@@ -50,17 +50,17 @@ function keysOfPem(text: string, source: string): VerificationKey[] {
     if (label.includes('PRIVATE KEY')) {
       invalid(`${source}: block ${block} is a private key ("${label}"); a key set holds public keys only (\`signing-key show --all\` prints one)`);
     }
-    if (label !== 'PUBLIC KEY' || endLabel !== label) invalid(`${source}: block ${block} is "${label}", not an Ed25519 "PUBLIC KEY"`);
+    if (endLabel !== label) invalid(`${source}: block ${block} begins "${label}" but ends "${endLabel}"`);
+    if (label !== 'PUBLIC KEY') invalid(`${source}: block ${block} is "${label}", not an Ed25519 "PUBLIC KEY"`);
     try {
       keys.push(verificationKey(publicKeyFromPem(whole)));
     } catch (error) {
       invalid(`${source}: block ${block} is not a well-formed Ed25519 public key (${(error as Error).message})`);
     }
   }
-  if (block === 0) {
-    if (text.includes('-----BEGIN')) invalid(`${source}: a PEM block is not closed (is the file cut short?)`);
-    invalid(`${source}: no PEM "PUBLIC KEY" block`);
-  }
+  // A block cut short (a truncated file) must not silently drop the key it held.
+  if (text.replace(BLOCK, '').includes('-----BEGIN')) invalid(`${source}: block ${block + 1} is not closed (is the file cut short?)`);
+  if (block === 0) invalid(`${source}: no PEM "PUBLIC KEY" block`);
   return keys;
 }
 

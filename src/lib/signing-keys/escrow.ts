@@ -1,6 +1,6 @@
 import { createCipheriv, createPrivateKey, pbkdf2Sync, randomBytes } from 'node:crypto';
 import { recordAudit } from '../audit.js';
-import type { OperationContext } from '../context.js';
+import { now, type OperationContext } from '../context.js';
 import { keyIdOf } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import type { Database } from '../storage/types.js';
@@ -115,7 +115,9 @@ export async function importSigningKey(db: Database, secretKey: Uint8Array, opti
       if ((await tx.query('SELECT 1 FROM signing_keys WHERE key_id = ?', [keyId])).length > 0) throw exists();
       const previous = options.activate ? await findSigningKey(tx) : undefined;
       if (previous) await demoteActiveKey(tx, previous, context);
-      const inserted = await insertSigningKey(tx, db, { secretKey, active: options.activate, keyIdInFiles: options.keyIdInFiles }, context, 'signing_key.imported', {
+      // Not activated, an escrowed key is verify-only (it signed elsewhere), never a next key that rotate would switch to.
+      const deactivatedAt = options.activate ? undefined : now(context).toISOString();
+      const inserted = await insertSigningKey(tx, db, { secretKey, active: options.activate, keyIdInFiles: options.keyIdInFiles, deactivatedAt }, context, 'signing_key.imported', {
         activated: options.activate,
         ...(previous ? { previous_key_id: previous.key_id } : {}),
       });

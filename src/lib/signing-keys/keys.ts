@@ -9,11 +9,13 @@ import { asBool, asBytesOrNull, asIso, asIsoOrNull } from '../storage/values.js'
 import { keyEncryptionKeyOf } from './kek-registry.js';
 
 /**
- * The store's signing keys. Exactly one is active (it signs); keys rotated away are
- * verify-only (every file and token they signed keeps verifying) until the operator retires
- * them, which deletes the private key and takes the public one out of the key set.
+ * The store's signing keys. Exactly one is active (it signs); a next key (`rotate --prepare`)
+ * is in the key set before it signs anything, so clients can ship it ahead of the switch;
+ * keys rotated away are verify-only (every file and token they signed keeps verifying) until
+ * the operator retires them, which deletes the private key and takes the public one out of
+ * the key set.
  */
-export type SigningKeyState = 'active' | 'verify-only' | 'retired';
+export type SigningKeyState = 'active' | 'next' | 'verify-only' | 'retired';
 
 export interface SigningKeyInfo {
   /** The row's id; audit entries of keys made before key ids name it. */
@@ -66,7 +68,7 @@ export async function getSigningKey(db: Queryable, keyId: string): Promise<Signi
   return describeKey(rows[0]);
 }
 
-/** The keys that verify, as descriptions: the active one first, then the verify-only ones, newest first. */
+/** The keys that verify, as descriptions: the active one first, then the next and verify-only ones, newest first. */
 export async function listVerifyingKeys(db: Queryable): Promise<SigningKeyInfo[]> {
   const rows = await db.query(`SELECT ${COLUMNS} FROM signing_keys WHERE retired_at IS NULL`);
   const infos = rows.map(describeKey);
@@ -108,7 +110,13 @@ export async function ensureSigningKey(db: Database, context: OperationContext):
 export async function insertSigningKey(
   tx: Queryable,
   db: Database,
-  key: { readonly secretKey: Uint8Array; readonly active: boolean; readonly keyIdInFiles: boolean },
+  key: {
+    readonly secretKey: Uint8Array;
+    readonly active: boolean;
+    readonly keyIdInFiles: boolean;
+    /** Set for a key stored verify-only (an escrowed key that signed elsewhere); unset, an inactive key is a next key. */
+    readonly deactivatedAt?: string;
+  },
   context: OperationContext,
   action: string,
   details: Record<string, unknown> = {},
@@ -126,9 +134,9 @@ export async function insertSigningKey(
   }
   const at = now(context).toISOString();
   const inserted = await tx.query(
-    `INSERT INTO signing_keys (id, key_id, algorithm, public_key, private_key, sealed_with, key_id_in_files, is_current, created_at)
-     VALUES (?, ?, 'Ed25519', ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ${COLUMNS}`,
-    [randomUUID(), keyId, publicKey, stored, sealedWith, key.keyIdInFiles, key.active, at],
+    `INSERT INTO signing_keys (id, key_id, algorithm, public_key, private_key, sealed_with, key_id_in_files, is_current, created_at, deactivated_at)
+     VALUES (?, ?, 'Ed25519', ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ${COLUMNS}`,
+    [randomUUID(), keyId, publicKey, stored, sealedWith, key.keyIdInFiles, key.active, at, key.deactivatedAt ?? null],
   );
   if (!inserted[0]) return undefined;
   const info = describeKey(inserted[0]);
@@ -182,7 +190,7 @@ function describeKey(row: Row): SigningKeyInfo {
     id: String(row.id),
     key_id: String(row.key_id),
     algorithm: 'Ed25519',
-    state: asBool(row.is_current) ? 'active' : retiredAt === null ? 'verify-only' : 'retired',
+    state: asBool(row.is_current) ? 'active' : retiredAt !== null ? 'retired' : row.deactivated_at === null ? 'next' : 'verify-only',
     public_key_pem: publicKeyToPem(publicKey),
     fingerprint: fingerprint(publicKey),
     sealed: row.sealed_with !== null && row.sealed_with !== undefined,

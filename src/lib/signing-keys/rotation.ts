@@ -5,10 +5,11 @@ import type { Database, Engine, Queryable } from '../storage/types.js';
 import { findSigningKey, getSigningKey, insertSigningKey, signingKeyMissing, type SigningKeyInfo } from './keys.js';
 
 /**
- * Makes a new key the active signer; the old one becomes verify-only. Whoever rotates
- * second, on this or another daemon sharing the database, finds the active key is no longer
- * the one it read and fails with SIGNING_KEY_CONFLICT, changing nothing: one rotation wins
- * and there is never a moment with two active keys (a unique index admits one).
+ * Makes the next key (`prepareSigningKey`), or a new key when none was prepared, the active
+ * signer; the old one becomes verify-only. Whoever rotates second, on this or another daemon
+ * sharing the database, finds the active key is no longer the one it read and fails with
+ * SIGNING_KEY_CONFLICT, changing nothing: one rotation wins and there is never a moment with
+ * two active keys (a unique index admits one).
  */
 export async function rotateSigningKey(db: Database, context: OperationContext): Promise<{ previous: SigningKeyInfo; active: SigningKeyInfo }> {
   const previous = await findSigningKey(db);
@@ -18,8 +19,20 @@ export async function rotateSigningKey(db: Database, context: OperationContext):
   try {
     const active = await db.transaction(async (tx) => {
       await demoteActiveKey(tx, previous, context);
+      const next = await findNextKey(tx);
+      if (next) {
+        await tx.execute('UPDATE signing_keys SET is_current = ? WHERE id = ? AND is_current = ?', [true, next.id, false]);
+        await recordAudit(tx, context, {
+          action: 'signing_key.rotated',
+          entityType: 'signing_key',
+          entityId: next.id,
+          details: { key_id: next.key_id, previous_key_id: previous.key_id, prepared: true },
+        });
+        return getSigningKey(tx, next.key_id);
+      }
       const inserted = await insertSigningKey(tx, db, { secretKey, active: true, keyIdInFiles: true }, context, 'signing_key.rotated', {
         previous_key_id: previous.key_id,
+        prepared: false,
       });
       if (!inserted) throw rotationConflict(previous.key_id);
       return inserted;
@@ -28,6 +41,36 @@ export async function rotateSigningKey(db: Database, context: OperationContext):
   } finally {
     secretKey.fill(0);
   }
+}
+
+/**
+ * Makes the key the next rotation will switch to, and puts it in the key set now, so that
+ * clients released before the switch already trust it. One next key at a time: when there
+ * is one, it is returned (`created: false`).
+ */
+export async function prepareSigningKey(db: Database, context: OperationContext): Promise<SigningKeyInfo & { created: boolean }> {
+  if (!(await findSigningKey(db))) throw signingKeyMissing();
+  const { ed25519 } = await import('@noble/curves/ed25519.js');
+  const secretKey = ed25519.utils.randomSecretKey();
+  try {
+    return await db.transaction(async (tx) => {
+      const existing = await findNextKey(tx);
+      if (existing) return { ...existing, created: false };
+      const inserted = await insertSigningKey(tx, db, { secretKey, active: false, keyIdInFiles: true }, context, 'signing_key.prepared');
+      if (!inserted) throw new Error('a freshly generated signing key collided with a stored one');
+      return { ...inserted, created: true };
+    });
+  } finally {
+    secretKey.fill(0);
+  }
+}
+
+async function findNextKey(tx: Queryable): Promise<SigningKeyInfo | undefined> {
+  const rows = await tx.query(
+    'SELECT key_id FROM signing_keys WHERE is_current = ? AND deactivated_at IS NULL AND retired_at IS NULL ORDER BY created_at DESC, key_id LIMIT 1',
+    [false],
+  );
+  return rows[0] ? getSigningKey(tx, String(rows[0].key_id)) : undefined;
 }
 
 /**
