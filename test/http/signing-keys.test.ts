@@ -1,4 +1,8 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { LicenseClient } from '../../src/client/index.js';
 import { verifyGraceToken } from '../../src/lib/licensing/grace-token.js';
 import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
 import { forEachEngine } from '../support/engines.js';
@@ -58,6 +62,27 @@ forEachEngine('signing key rotation across two daemons', (fixture) => {
     assert.equal(verifyLicenseFile(await checkout(first.url), { publicKey: pems, now }).payload.key_id, newKeyId);
     assert.equal(verifyGraceToken(oldToken, pems, { now }).claims.license_id, licenseId);
     assert.throws(() => verifyLicenseFile(oldFile, { publicKey: [pems[0]], now }), /signature verification failed/);
+
+    // The client library, given the set: online against the other daemon (its grace token is
+    // the new key's and is cached), then offline from the file the old key signed.
+    const work = mkdtempSync(path.join(tmpdir(), 'license-client-rotation-'));
+    try {
+      writeFileSync(path.join(work, 'old.lic'), oldFile);
+      const client = (serverAddr: string) => new LicenseClient({
+        serverAddr, licenseKey, version: '1.0', hardwareId: 'ROTATION-CLIENT', requestTimeout: 2000,
+        offline: { enabled: true, cacheDir: path.join(work, 'cache'), licenseFile: path.join(work, 'old.lic'), publicKey: pems },
+      });
+      const online = client(new URL(second.url).host);
+      assert.equal((await online.validate()).valid, true);
+      online.close();
+      const offline = client('127.0.0.1:9');
+      const answer = await offline.validate();
+      offline.close();
+      assert.equal(answer.valid, true, JSON.stringify(answer));
+      assert.equal(answer.source, 'license-file', 'the file the old key signed answers');
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
   });
 
   it('two rotations at the same moment on the two daemons: one wins, the other changes nothing, never two active keys', async () => {
