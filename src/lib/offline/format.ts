@@ -150,7 +150,15 @@ export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile
   const signature = typeof object.signature === 'string' ? decodeBase64Strict(object.signature) : undefined;
   if (!signature || signature.length !== 64) malformed('"signature" must be the Base64 of 64 bytes');
   const { signature: _signature, ...unsigned } = object;
-  return { payload, signature, signedBytes: utf8.encode(canonicalize(unsigned)!) };
+  let canonical: string | undefined;
+  try {
+    canonical = canonicalize(unsigned);
+  } catch {
+    // JSON.parse takes "\ud800"; RFC 8785 (and UTF-8) has no form for a lone surrogate.
+    canonical = undefined;
+  }
+  if (canonical === undefined) malformed('a string holds a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair)');
+  return { payload, signature, signedBytes: utf8.encode(canonical) };
 }
 
 function checkPayload(object: Record<string, unknown>): LicenseFilePayload {

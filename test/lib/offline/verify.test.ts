@@ -186,6 +186,13 @@ describe('offline verification', () => {
       }
     });
 
+    it('refuses a string with a lone surrogate escape, which has no canonical form, as malformed', () => {
+      const canonical = Buffer.from(data.vectors[0].file, 'base64').toString('utf8');
+      const lone = canonical.replace('"issuer":"licenses.example.com"', '"issuer":"licenses\\ud800.example.com"');
+      assert.notEqual(lone, canonical);
+      refusedWith(() => verify(Buffer.from(lone).toString('base64')), 'LICENSE_FILE_MALFORMED', /lone UTF-16 surrogate/);
+    });
+
     it('refuses a member repeated in one object, whichever copy a parser would keep', () => {
       const canonical = Buffer.from(data.vectors[0].file, 'base64').toString('utf8');
       const twice = canonical.replace('"issuer":', '"issuer":"elsewhere","issuer":');

@@ -1,0 +1,3 @@
+module licenseserver.example/client
+
+go 1.19
