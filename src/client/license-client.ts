@@ -91,6 +91,9 @@ export class LicenseClient {
   private readonly keyPrefix: string;
   private offline = false;
   private closed = false;
+  /** The last failed attempt timed out: validate() leaves the network to the reconnect loop until it succeeds. */
+  private lastAttemptTimedOut: { reason: string } | undefined;
+  private retrying = false;
   private retryAttempt = 0;
   private retryTimer: LongTimer | undefined;
   private graceTimer: LongTimer | undefined;
@@ -119,9 +122,9 @@ export class LicenseClient {
     return this.options.offline.publicKey ?? [];
   }
 
-  /** True while the server is unreachable and the client answers from its offline tiers. */
+  /** True while the server is unreachable (always in offline mode) and the client answers from its offline tiers. */
   get isOffline(): boolean {
-    return this.offline;
+    return this.offline || this.options.mode === 'offline';
   }
 
   /** Never throws: every failure ends in an invalid result with a reason. */
@@ -148,7 +151,7 @@ export class LicenseClient {
       occurred_at: this.clock.now().toISOString(),
       idempotency_key: randomUUID(),
     };
-    if (!this.offline) {
+    if (!this.offline && this.options.mode === 'online') {
       const reply = await this.sendUsage(report);
       if (reply.kind === 'answer') {
         if (reply.status === 200 || reply.status === 201) return { accepted: true, queued: false, remaining: reply.body.remaining as number | null };
@@ -156,6 +159,7 @@ export class LicenseClient {
       }
     }
     if (!this.options.offline.enabled || !this.options.offline.allowOfflineUsageReporting) {
+      if (this.options.mode === 'offline') throw new LicenseClientError('OFFLINE_ONLY', 'the client is in offline mode and offline usage reporting is off');
       throw new LicenseClientError('SERVER_UNREACHABLE', 'the server cannot be reached and offline usage reporting is off');
     }
     try {
@@ -176,13 +180,14 @@ export class LicenseClient {
    * server's error code.
    */
   async release(): Promise<ReleaseResult> {
+    if (this.options.mode === 'offline') throw new LicenseClientError('OFFLINE_ONLY', 'the client is in offline mode: it holds no lease to give back');
     this.leaseTimer?.cancel();
     this.leaseTimer = undefined;
     if (this.options.offline.enabled) await this.store.deleteGrace();
     const reply = await postJson(
       `${this.options.baseUrl}/api/v1/release`,
       { license_key: this.options.licenseKey, hardware_id: this.hardwareId },
-      this.options.requestTimeout,
+      this.options,
     );
     if (reply.kind === 'unreachable') {
       throw new LicenseClientError('SERVER_UNREACHABLE', `${reply.reason}; the seat is given back when its lease runs out`);
@@ -198,13 +203,21 @@ export class LicenseClient {
   }
 
   private async runChain(save: Save): Promise<ValidationResult> {
-    const online = await this.validateOnline(save);
-    if (online.kind === 'result') {
-      if (this.offline) await this.leaveOfflineMode();
-      else if (online.result.valid) void this.flushQueue();
-      return online.result;
+    if (this.options.mode === 'offline') return this.runOfflineOnly(save);
+    const failures: TierFailure[] = [];
+    if (this.reconnectingInBackground()) {
+      // The loop's own attempts bring the client back; a black-holed server must not cost every call its connect budget.
+      failures.push({ tier: 'online', code: 'SERVER_UNREACHABLE', message: `${this.lastAttemptTimedOut!.reason}; reconnecting in the background` });
+    } else {
+      const online = await this.validateOnline(save);
+      if (online.kind === 'result') {
+        if (this.offline) await this.leaveOfflineMode();
+        else if (online.result.valid) void this.flushQueue();
+        return online.result;
+      }
+      this.lastAttemptTimedOut = online.timedOut ? { reason: online.reason } : undefined;
+      failures.push({ tier: 'online', code: 'SERVER_UNREACHABLE', message: online.reason });
     }
-    const failures: TierFailure[] = [{ tier: 'online', code: 'SERVER_UNREACHABLE', message: online.reason }];
     if (!this.options.offline.enabled) return this.invalid(false, failures);
 
     // One reading of the clock for the whole offline check; it becomes the trusted time.
@@ -213,7 +226,7 @@ export class LicenseClient {
     if (refusal) failures.push({ tier: 'license-file', ...refusal }, { tier: 'grace-token', ...refusal });
     const result = refusal
       ? this.invalid(true, failures)
-      : ((await this.fromLicenseFile(now, failures, save)) ?? (await this.fromGraceToken(now, failures)) ?? this.invalid(true, failures));
+      : ((await this.fromLicenseFile(now, failures, save))?.result ?? (await this.fromGraceToken(now, failures)) ?? this.invalid(true, failures));
     if (!this.offline) {
       this.offline = true;
       this.retryAttempt = 0;
@@ -227,11 +240,44 @@ export class LicenseClient {
     return result;
   }
 
-  private async validateOnline(save: Save): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string }> {
+  /**
+   * Offline mode, for an air-gapped machine: the `.lic` file alone, no network call ever.
+   * The callbacks speak of the file: entering reports how long it stays valid, and its end
+   * is the end of the grace period.
+   */
+  private async runOfflineOnly(save: Save): Promise<ValidationResult> {
+    const now = this.clock.now();
+    const failures: TierFailure[] = [];
+    const refusal = await this.trust.check(now.getTime(), save);
+    if (refusal) failures.push({ tier: 'license-file', ...refusal });
+    const verified = refusal ? undefined : await this.fromLicenseFile(now, failures, save);
+    const validUntil = verified?.validUntil;
+    if (validUntil !== undefined) this.scheduleGraceExpiry(validUntil);
+    if (!this.offline) {
+      this.offline = true;
+      this.callbacks.onOfflineModeEnter?.(validUntil === undefined ? 0 : Math.max(0, validUntil - now.getTime()));
+    }
+    if (!verified && failures.some((failure) => failure.code === 'LICENSE_EXPIRED') && !this.graceExpiredFired) {
+      this.graceExpiredFired = true;
+      this.callbacks.onGracePeriodExpired?.();
+    }
+    return verified?.result ?? this.invalid(true, failures);
+  }
+
+  /**
+   * Offline after a timeout, with a reconnect attempt scheduled or under way: that loop, not
+   * validate(), goes to the network, so a black-holed server costs one connect budget and
+   * not one per call. A refused connection or an error answer costs nothing: those are tried.
+   */
+  private reconnectingInBackground(): boolean {
+    return this.offline && this.lastAttemptTimedOut !== undefined && (this.retryTimer !== undefined || this.retrying);
+  }
+
+  private async validateOnline(save: Save): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string; timedOut?: true }> {
     const reply = await postJson(
       `${this.options.baseUrl}/api/v1/validate`,
       { license_key: this.options.licenseKey, hardware_id: this.hardwareId, version: this.options.version },
-      this.options.requestTimeout,
+      this.options,
     );
     if (reply.kind === 'unreachable') return reply;
     const { body, status } = reply;
@@ -304,7 +350,7 @@ export class LicenseClient {
     return Number.isNaN(parsed) ? this.clock.now().getTime() : parsed;
   }
 
-  private async fromLicenseFile(now: Date, failures: TierFailure[], save: Save): Promise<ValidationResult | undefined> {
+  private async fromLicenseFile(now: Date, failures: TierFailure[], save: Save): Promise<{ result: ValidationResult; validUntil: number } | undefined> {
     const file = this.options.offline.licenseFile!;
     let bytes: Buffer;
     try {
@@ -320,7 +366,10 @@ export class LicenseClient {
         return undefined;
       }
       await this.trust.advanceTo(Date.parse(verified.payload.issued_at), save);
-      return this.valid('license-file', verified.payload.entitlements, verified.payload.license_id, verified.decryptionKey);
+      return {
+        result: this.valid('license-file', verified.payload.entitlements, verified.payload.license_id, verified.decryptionKey),
+        validUntil: Date.parse(verified.payload.valid_until),
+      };
     } catch (error) {
       failures.push(failureOf('license-file', error));
       return undefined;
@@ -370,15 +419,20 @@ export class LicenseClient {
     this.retryTimer = undefined;
     if (this.closed || !this.offline) return;
     this.retryAttempt += 1;
+    this.retrying = true;
     try {
       // Nobody reads this answer: cache problems show in the next validate() result.
       const online = await this.validateOnline(new CacheWarnings().save);
       if (online.kind === 'result') {
+        this.retrying = false;
         await this.leaveOfflineMode();
         return;
       }
+      this.lastAttemptTimedOut = online.timedOut ? { reason: online.reason } : undefined;
     } catch {
       // Same as unreachable: try again later.
+    } finally {
+      this.retrying = false;
     }
     this.scheduleRetry();
   }
@@ -403,7 +457,7 @@ export class LicenseClient {
 
   private scheduleGraceExpiry(expiresAt: number): void {
     this.graceTimer?.cancel();
-    // When the token runs out, the chain runs again: the server may be back, or the grace is over.
+    // When the token (or, in offline mode, the file) runs out, the chain runs again: the server may be back, or the grace is over.
     this.graceTimer = setTimerUntil(this.clock, expiresAt, () => {
       this.graceTimer = undefined;
       if (!this.closed && this.offline) void this.validate();
@@ -413,6 +467,7 @@ export class LicenseClient {
   private async leaveOfflineMode(): Promise<void> {
     if (!this.offline) return;
     this.offline = false;
+    this.lastAttemptTimedOut = undefined;
     // The lease timer stays: the answer that brought the client back online just set it.
     this.retryTimer?.cancel();
     this.graceTimer?.cancel();
@@ -446,7 +501,7 @@ export class LicenseClient {
     return postJson(
       `${this.options.baseUrl}/api/v1/usage`,
       { license_key: this.options.licenseKey, hardware_id: this.hardwareId, ...report },
-      this.options.requestTimeout,
+      this.options,
     );
   }
 

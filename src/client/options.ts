@@ -34,9 +34,17 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/**
+ * `online`: the server first, then the offline tiers (when offline mode is enabled).
+ * `offline`: an air-gapped machine; no network call at all, the `.lic` file is the authority.
+ */
+export type ClientMode = 'online' | 'offline';
+
 export interface LicenseClientOptions {
-  /** `host:port` of the license server. */
-  readonly serverAddr: string;
+  /** `host:port` of the license server; leave it out (with offline mode enabled) for an air-gapped machine. */
+  readonly serverAddr?: string;
+  /** Default `online`, or `offline` when serverAddr is left out. */
+  readonly mode?: ClientMode;
   /** Talk HTTPS to the server. */
   readonly https?: boolean;
   readonly licenseKey: string;
@@ -47,6 +55,11 @@ export interface LicenseClientOptions {
   readonly offline?: OfflineOptions;
   /** Every network call gives up after this long (default 10 s). */
   readonly requestTimeout?: number;
+  /**
+   * A connection that is not up after this long counts as unreachable (default 3 s), so a
+   * black-holed server delays one validation by this much, not by the request timeout.
+   */
+  readonly connectTimeout?: number;
   readonly onOfflineModeEnter?: (remainingGraceMs: number) => void;
   readonly onOfflineModeExit?: () => void;
   readonly onGracePeriodExpired?: () => void;
@@ -55,12 +68,15 @@ export interface LicenseClientOptions {
 }
 
 export interface ResolvedOptions {
-  readonly baseUrl: string;
+  readonly mode: ClientMode;
+  /** Undefined in offline mode: nothing may be sent anywhere. */
+  readonly baseUrl: string | undefined;
   /** The hardwareId option, checked; undefined: derive one. */
   readonly hardwareId: string | undefined;
   readonly licenseKey: string;
   readonly version: string;
   readonly requestTimeout: number;
+  readonly connectTimeout: number;
   readonly offline: {
     readonly enabled: boolean;
     readonly cacheDir: string;
@@ -87,8 +103,15 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
   };
   const isObject = (value: unknown) => typeof value === 'object' && value !== null && !Array.isArray(value);
   if (!isObject(options)) fail('options must be an object with serverAddr, licenseKey and version');
-  if (typeof options.serverAddr !== 'string' || !/^[^\s/:]+(:\d{1,5})?$|^\[[0-9a-fA-F:]+\](:\d{1,5})?$/.test(options.serverAddr)) {
-    fail('server address must be <host>:<port>');
+  if (options.mode !== undefined && options.mode !== 'online' && options.mode !== 'offline') fail('mode must be "online" or "offline"');
+  const mode: ClientMode = options.mode ?? (options.serverAddr === undefined ? 'offline' : 'online');
+  if (mode === 'offline' && options.offline?.enabled !== true) {
+    fail(options.mode === 'offline' ? 'offline mode needs offline.enabled: true' : 'server address must be <host>:<port>');
+  }
+  if (options.serverAddr !== undefined || mode === 'online') {
+    if (typeof options.serverAddr !== 'string' || !/^[^\s/:]+(:\d{1,5})?$|^\[[0-9a-fA-F:]+\](:\d{1,5})?$/.test(options.serverAddr)) {
+      fail('server address must be <host>:<port>');
+    }
   }
   if (typeof options.licenseKey !== 'string' || options.licenseKey.trim() === '') fail('license key is required');
   if (typeof options.version !== 'string' || options.version === '') fail('version is required');
@@ -129,12 +152,15 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
   if (maxRetryInterval < retryInterval) fail('maxRetryInterval must not be less than retryInterval');
   const maxRetryAttempts = offline.maxRetryAttempts ?? 0;
   if (!Number.isSafeInteger(maxRetryAttempts) || maxRetryAttempts < 0) fail('maxRetryAttempts must be a non-negative integer (0: unlimited)');
+  const requestTimeout = duration(options.requestTimeout, 10_000, 'requestTimeout');
   return {
-    baseUrl: `${options.https ? 'https' : 'http'}://${options.serverAddr}`,
+    mode,
+    baseUrl: mode === 'offline' ? undefined : `${options.https ? 'https' : 'http'}://${options.serverAddr}`,
     hardwareId,
     licenseKey: options.licenseKey.trim(),
     version: options.version,
-    requestTimeout: duration(options.requestTimeout, 10_000, 'requestTimeout'),
+    requestTimeout,
+    connectTimeout: Math.min(duration(options.connectTimeout, 3_000, 'connectTimeout'), requestTimeout),
     offline: {
       enabled,
       cacheDir: offline.cacheDir ?? cacheDirOrFail(enabled, fail),

@@ -125,11 +125,13 @@ export class LicenseFixture {
 
 /**
  * An HTTP proxy in front of the server that counts every request by path. While `failing`,
- * it answers 503 itself (a server in trouble: the client must treat it as unreachable).
+ * it answers 503 itself (a server in trouble: the client must treat it as unreachable);
+ * while `hanging`, it never answers at all.
  */
 export class CountingProxy {
   readonly requests: string[] = [];
   failing = false;
+  hanging = false;
   private constructor(
     private readonly server: Server,
     readonly addr: string,
@@ -142,6 +144,7 @@ export class CountingProxy {
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         proxy!.requests.push(req.url ?? '');
+        if (proxy!.hanging) return;
         if (proxy!.failing) {
           res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":{"code":"UNAVAILABLE","message":"down for maintenance"}}');
           return;
