@@ -1,8 +1,9 @@
-// Compiles src/ to dist/ and writes oclif.manifest.json, which lets the CLI answer --help
-// and --version without importing every command module.
+// Compiles src/ to dist/, writes oclif.manifest.json (which lets the CLI answer --help and
+// --version without importing every command module) and builds packages/client from dist/.
 import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { buildClientPackage } from './build-client-package.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (name) => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
@@ -20,6 +21,7 @@ run('tsc', ['-p', 'tsconfig.json'], 'inherit');
 // The admin page's files are plain HTML, CSS and browser JavaScript, shipped as they are.
 cpSync(new URL('../src/http/admin', import.meta.url), new URL('../dist/http/admin', import.meta.url), { recursive: true });
 run('oclif', ['manifest'], ['ignore', 'ignore', 'inherit']);
+buildClientPackage();
 
 // oclif lists commands in the order their modules finished loading, which varies from run
 // to run; sorted, the committed manifest only changes when a command does.

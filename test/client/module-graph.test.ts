@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,9 +32,15 @@ describe('code the client library embeds is free of server-only code', () => {
     assert.deepEqual(reached, ['@noble/curves', '@noble/hashes', 'canonicalize']);
   });
 
-  it('the package exports it as license-server/client', () => {
+  it('the package exports it as license-server/client, to import and to require', () => {
     const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    assert.equal(manifest.exports['./client'].import, './dist/client/index.js');
+    assert.equal(manifest.exports['./client'].default, './dist/client/index.js');
+    // A package may name itself: this resolves through the exports map as an application's require would.
+    const required = execFileSync(process.execPath, ['-e', "console.log(typeof require('license-server/client').LicenseClient)"], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      encoding: 'utf8',
+    });
+    assert.equal(required.trim(), 'function');
   });
 
   it('offline verification reaches only Node built-ins, @noble and canonicalize', () => {
