@@ -7,9 +7,11 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { LicenseFixture } from '../support/license-fixture.js';
+import { deriveHardwareId } from '../../src/client/hardware-id.js';
+import { freePort, LicenseFixture } from '../support/license-fixture.js';
 
 const run = promisify(execFile);
+const nodeExample = fileURLToPath(new URL('../../examples/check-license.mjs', import.meta.url));
 const exampleDir = fileURLToPath(new URL('../../examples/go/', import.meta.url));
 const clientDir = fileURLToPath(new URL('../../clients/go/', import.meta.url));
 const doc = readFileSync(new URL('../../docs/client.md', import.meta.url), 'utf8');
@@ -37,7 +39,7 @@ describe('the Go client against a real serve process (examples/go)', function ()
   let licenseFile: string;
   let keyFingerprint: string;
 
-  /** The example's output; it must exit 0 unless `expectFailure`. */
+  /** The example's output and how long it ran; it must exit 0 and write nothing to stderr. */
   const example = async (extra: Record<string, string> = {}) => {
     const started = Date.now();
     const { stdout, stderr } = await run(binary, [], { env: { ...env, ...extra }, timeout: 60_000 });
@@ -160,7 +162,39 @@ describe('the Go client against a real serve process (examples/go)', function ()
     assert.equal(final.reports.length, 3);
     console.log(`      (runs: online ${online.ms} ms, .lic ${fromFile.ms} ms, grace token ${fromToken.ms} ms, back online ${back.ms} ms)`);
   });
+
+  it('derives the Node client\'s hardware ID, and fails with the Node client\'s codes and messages', async () => {
+    // No HARDWARE_ID: each example derives one. Nothing listens on the port.
+    const { HARDWARE_ID: _bound, ...derivedEnv } = env;
+    const closed = { ...derivedEnv, LICENSE_SERVER: `127.0.0.1:${await freePort()}`, LICENSE_FILE: fixture.license.licenseFile, CACHE_DIR: path.join(work, 'cache-derived') };
+    const go = await failing(binary, [], closed);
+    const node = await failing(process.execPath, [nodeExample], closed);
+    assert.equal(go.code, 1);
+    assert.equal(node.code, 1);
+    const derived = deriveHardwareId();
+    assert.match(derived, /^hw1-[0-9a-f]{40}$/);
+    assert.match(go.stdout, new RegExp(`^hardware ID: ${derived}$`, 'm'), 'the same derivation as the Node client on this machine');
+    assert.match(go.stdout, /^offline mode: 0\.0 h of grace left$/m);
+    // The .lic is bound to test-machine, and there is no grace token in a fresh cache.
+    const expected =
+      'license not valid: online: SERVER_UNREACHABLE (cannot reach the server (ECONNREFUSED)); ' +
+      'license-file: HARDWARE_MISMATCH (hardware ID mismatch: failed to decrypt license key); ' +
+      'grace-token: NO_GRACE_TOKEN (no usable grace token is cached)';
+    assert.match(go.stdout, new RegExp(`^${expected.replace(/[()]/g, '\\$&')}$`, 'm'));
+    assert.deepEqual(go.stdout.split('\n').filter(Boolean), node.stdout.split('\n').filter(Boolean), 'line for line what examples/check-license.mjs prints');
+  });
 });
+
+/** A run that is expected to fail: its exit code and output. */
+async function failing(file: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string }> {
+  try {
+    await run(file, args, { env, timeout: 60_000 });
+  } catch (error) {
+    const { code, stdout } = error as { code: number; stdout: string };
+    return { code, stdout };
+  }
+  throw new Error(`${file} succeeded`);
+}
 
 /** The doc's Go example is a whole program; it must build against clients/go as it stands. */
 describe('docs/client.md, section Go', function () {
