@@ -202,8 +202,8 @@ describe('docs/client.md, section Go', function () {
   before(requireGo);
 
   it('has a Go example that builds against clients/go, with the calls examples/go makes', () => {
-    const section = doc.slice(doc.indexOf('\n## Go\n'));
     assert.ok(doc.includes('\n## Go\n'), 'docs/client.md has a "## Go" section');
+    const section = doc.slice(doc.indexOf('\n## Go\n'));
     const code = /```go\n([\s\S]*?)```/.exec(section)?.[1];
     assert.ok(code, 'a go block in the Go section');
     const module = mkdtempSync(path.join(tmpdir(), 'license-go-doc-'));
@@ -212,6 +212,7 @@ describe('docs/client.md, section Go', function () {
       writeFileSync(path.join(module, 'main.go'), code);
       const vet = spawnSync('go', ['vet', '.'], { cwd: module, env: goEnv, encoding: 'utf8' });
       assert.equal(vet.status, 0, vet.stderr);
+      assert.equal(execFileSync('gofmt', ['-l', 'main.go'], { cwd: module, env: goEnv, encoding: 'utf8' }), '', 'gofmt-formatted, as Go code is read');
       const example = readFileSync(path.join(exampleDir, 'main.go'), 'utf8');
       for (const call of ['client.New(client.Config{', 'c.Validate()', 'result.HasEntitlement(', 'result.DecryptionKey', 'c.ReportUsage(', 'c.FlushUsageQueue()', 'defer c.Close()']) {
         assert.ok(code.includes(call), `the doc's example calls ${call}`);
