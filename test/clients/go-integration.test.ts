@@ -65,8 +65,9 @@ describe('the Go client against a real serve process (examples/go)', function ()
     work = mkdtempSync(path.join(tmpdir(), 'license-go-example-'));
     binary = path.join(work, 'check-license');
     const built = Date.now();
+    execFileSync('go', ['vet', '.'], { cwd: exampleDir, env: goEnv, stdio: 'pipe' });
     execFileSync('go', ['build', '-o', binary, '.'], { cwd: exampleDir, env: goEnv, stdio: 'pipe' });
-    console.log(`      (go build of examples/go: ${Date.now() - built} ms)`);
+    console.log(`      (go vet and go build of examples/go: ${Date.now() - built} ms)`);
 
     fixture = await LicenseFixture.start();
     const db = await openDatabase(fixture.databaseUrl);
