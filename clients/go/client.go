@@ -150,6 +150,23 @@ func (c *Client) ReportUsageContext(ctx context.Context, code string, quantity i
 	return &UsageResult{Queued: true}, nil
 }
 
+// FlushUsageQueue sends the queued usage reports now, in order, each with its idempotency
+// key, and returns how many still wait (0: the queue is empty). A valid online answer
+// already starts this flush in the background; a program that is about to exit calls
+// FlushUsageQueue so that the flush is not cut short with it: it waits for a flush under
+// way instead of racing it. While the client is offline nothing is sent (the retry timer
+// sends the queue when the server is back), and sending stops at the first report the
+// server cannot receive. Each report waits at most RequestTimeout for the server.
+func (c *Client) FlushUsageQueue() int { return c.FlushUsageQueueContext(context.Background()) }
+
+// FlushUsageQueueContext is FlushUsageQueue with a context.
+func (c *Client) FlushUsageQueueContext(ctx context.Context) int {
+	if !c.IsOffline() {
+		c.flushQueue(ctx)
+	}
+	return c.store.queueLength()
+}
+
 // Release gives a floating seat back at once (POST /api/v1/release). The cached grace
 // token is deleted first: it was this machine's lease. Errors are *Error:
 // SERVER_UNREACHABLE (the seat is then given back when its lease runs out),

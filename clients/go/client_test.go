@@ -256,6 +256,44 @@ func TestReportSentAgainIsCountedOnce(t *testing.T) {
 	}
 }
 
+// A short-lived program starts online with reports queued by an earlier run: Validate
+// sends them in the background, and FlushUsageQueue waits until they are counted, so
+// that returning from main right after does not cut the flush short.
+func TestFlushUsageQueueBeforeExit(t *testing.T) {
+	e := newEnv(t)
+	e.server.stop()
+	earlier := e.client()
+	earlier.Validate()
+	for _, quantity := range []int64{3, 4} {
+		if _, err := earlier.ReportUsage("seats", quantity); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := earlier.FlushUsageQueue(); n != 2 {
+		t.Fatalf("offline: nothing is sent, %d wait", n)
+	}
+	if used, records := e.server.usedOf("seats"); used != 0 || records != 0 {
+		t.Fatalf("sent while offline: used %d in %d records", used, records)
+	}
+	earlier.Close()
+
+	e.server.start()
+	later := e.client()
+	expectValid(t, later.Validate(), TierOnline)
+	if n := later.FlushUsageQueue(); n != 0 {
+		t.Fatalf("%d still wait", n)
+	}
+	if used, records := e.server.usedOf("seats"); used != 7 || records != 2 {
+		t.Fatalf("used %d in %d records", used, records)
+	}
+	if n := later.FlushUsageQueue(); n != 0 {
+		t.Fatal("an empty queue")
+	}
+	if used, records := e.server.usedOf("seats"); used != 7 || records != 2 {
+		t.Fatalf("sent twice: used %d in %d records", used, records)
+	}
+}
+
 func TestUsageRefusalsAndRejectedReports(t *testing.T) {
 	e := newEnv(t)
 	c := e.client()

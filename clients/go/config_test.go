@@ -97,6 +97,20 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// The Node client trims the key with String.prototype.trim and names the cache directory
+// after it with /\s/: U+FEFF and U+3000 are space there, U+0085 (NEL) is not.
+func TestKeyWhiteSpaceIsJavaScripts(t *testing.T) {
+	if got := trimJS("\uFEFF\u3000 k\u2028\t"); got != "k" {
+		t.Fatalf("%q", got)
+	}
+	if got := trimJS("\u0085k\u0085"); got != "\u0085k\u0085" {
+		t.Fatalf("NEL trimmed: %q", got)
+	}
+	if cacheID("k\u0085") == cacheID("k") || cacheID("k\u3000") != cacheID("k") {
+		t.Fatal("cache id")
+	}
+}
+
 func TestLicenseKeyPrefix(t *testing.T) {
 	for in, want := range map[string]string{
 		"7KQ2-M9XD-1RTV-ABCD-EFGH-JKMN-PQRS": "7KQ2-M9X",

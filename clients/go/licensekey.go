@@ -11,7 +11,9 @@ import (
 // The license key alphabet: Crockford's Base32, seven groups of four.
 const keyAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-func isJSSpace(r rune) bool { return unicode.IsSpace(r) || r == '\uFEFF' }
+// isJSSpace is JavaScript's white space and line terminators (\s): Go's unicode.IsSpace and
+// U+FEFF, but not U+0085 (NEL), which JavaScript does not count as space.
+func isJSSpace(r rune) bool { return (unicode.IsSpace(r) && r != '\u0085') || r == '\uFEFF' }
 
 // trimJS is JavaScript's String.prototype.trim.
 func trimJS(s string) string { return strings.TrimFunc(s, isJSSpace) }

@@ -216,6 +216,18 @@ func (s *store) queued() []queuedFile {
 	return out
 }
 
+// queueLength is how many reports wait in the queue.
+func (s *store) queueLength() int {
+	entries, _ := os.ReadDir(s.queueDir)
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".json") {
+			n++
+		}
+	}
+	return n
+}
+
 func (s *store) dequeue(path string) error {
 	if err := os.Remove(path); err != nil && !isAbsence(err) {
 		return err
