@@ -200,7 +200,7 @@ function cacheDirOrFail(enabled: boolean, fail: (message: string) => never): str
 }
 
 /**
- * `license-server-client` in the OS configuration directory, as Go's os.UserConfigDir finds
+ * `license-server-client` in the OS configuration directory, much as Go's os.UserConfigDir finds
  * it for the spec's client: $XDG_CONFIG_HOME (when absolute, as the XDG spec requires) or
  * ~/.config on Linux and other Unixes, ~/Library/Application Support on macOS, %APPDATA% on
  * Windows. docs/client.md names the same paths (a test compares them).
@@ -209,7 +209,8 @@ export function defaultCacheDir(): string {
   const home = homedir();
   switch (platform()) {
     case 'win32':
-      return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'license-server-client');
+      // An empty APPDATA would make a relative path: a cache in whatever the working directory is.
+      return path.join(process.env.APPDATA || path.join(home, 'AppData', 'Roaming'), 'license-server-client');
     case 'darwin':
       return path.join(home, 'Library', 'Application Support', 'license-server-client');
     default: {
