@@ -274,6 +274,32 @@ func TestFullDiskCache(t *testing.T) {
 	expectWarnings(t, offline, noSpace)
 }
 
+func TestFullDiskFromTheStart(t *testing.T) {
+	e := newEnv(t)
+	mountTmpfs(t, e.cacheDir, "size=64k,nr_inodes=2,mode=0700")
+	fillToTheBrim(t, e.cacheDir)
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(e.cacheDir, &fs); err != nil || fs.Ffree != 0 {
+		t.Fatalf("%d inodes free (%v)", fs.Ffree, err)
+	}
+	noSpace := "cannot create the cache directory " + e.stateDir() + ": no space left on the device"
+	c := e.client()
+	online := c.Validate()
+	expectValid(t, online, TierOnline)
+	expectWarnings(t, online, noSpace)
+
+	e.server.stop()
+	e.clock.Advance(time.Minute)
+	offline := c.Validate()
+	expectValid(t, offline, TierLicenseFile)
+	expectWarnings(t, offline, noSpace)
+	_, err := c.ReportUsage("seats", 1)
+	want := "the report could not be queued: cannot create the cache directory " + e.stateDir() + "/queue: no space left on the device"
+	if e, ok := err.(*Error); !ok || e.Code != "CACHE_NOT_WRITTEN" || e.Message != want {
+		t.Fatalf("%v", err)
+	}
+}
+
 // ---- timers of a year and more ----
 
 // front is an HTTP server in front of the fake server that counts requests and, while
