@@ -428,6 +428,11 @@ func (c *Client) scheduleRetry() {
 	}
 	delay := c.cfg.retryInterval
 	for i := 0; i < c.retryAttempt && delay < c.cfg.maxRetry; i++ {
+		if delay > c.cfg.maxRetry/2 {
+			// Doubling would pass the cap, and past 146 years overflow into a delay of 0.
+			delay = c.cfg.maxRetry
+			break
+		}
 		delay *= 2
 	}
 	if delay > c.cfg.maxRetry {

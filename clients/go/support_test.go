@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -58,7 +59,11 @@ func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
 		d = 0
 	}
 	c.next++
-	timer := &fakeTimer{clock: c, id: c.next, at: c.elapsed + d, delay: d, f: f}
+	at := c.elapsed + d
+	if at < c.elapsed {
+		at = math.MaxInt64 // as a real timer does: a delay past the end of time.Duration never comes
+	}
+	timer := &fakeTimer{clock: c, id: c.next, at: at, delay: d, f: f}
 	c.timers[timer.id] = timer
 	return timer
 }
@@ -203,6 +208,7 @@ type fakeServer struct {
 	records   int
 	validates int
 	releases  int
+	grace     time.Duration // how long its grace tokens last; 0: 72 h, the server's default
 	hang      chan struct{}
 }
 
@@ -365,6 +371,9 @@ func (s *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 			s.t.Error(err)
 		}
 		exp := now.Add(72 * time.Hour)
+		if s.grace > 0 {
+			exp = now.Add(s.grace)
+		}
 		answer := map[string]any{
 			"valid": true, "license_id": testLicenseID, "license_key_prefix": "7KQ2-M9X", "license_type": "hybrid",
 			"valid_from": "2026-01-01T00:00:00Z", "valid_until": "2030-01-01T00:00:00Z", "entitlements": s.entitlements(),

@@ -25,8 +25,9 @@ type reply struct {
 	body        *offline.Object
 }
 
-// maxAnswer bounds what is read of an answer; the API's are a few kilobytes.
-const maxAnswer = 16 << 20
+// maxAnswer bounds what is read of an answer. The API's are a few kilobytes; a longer
+// one (a proxy's page, a server gone wrong, a body without end) is not read to its end.
+const maxAnswer = 1 << 20
 
 func (c *Client) postJSON(ctx context.Context, path string, body any) reply {
 	payload, err := json.Marshal(body)
@@ -46,7 +47,7 @@ func (c *Client) postJSON(ctx context.Context, path string, body any) reply {
 		return reply{unreachable: true, reason: c.describeRequestError(ctx, err)}
 	}
 	defer response.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(response.Body, maxAnswer))
+	data, err := io.ReadAll(io.LimitReader(response.Body, maxAnswer+1))
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
 			return reply{unreachable: true, reason: c.timeoutReason()}
@@ -54,6 +55,9 @@ func (c *Client) postJSON(ctx context.Context, path string, body any) reply {
 		return reply{unreachable: true, reason: "the answer was cut off"}
 	}
 	status := response.StatusCode
+	if len(data) > maxAnswer {
+		return reply{unreachable: true, reason: fmt.Sprintf("the answer is larger than 1 MiB (HTTP %d)", status)}
+	}
 	if status >= 500 {
 		return reply{unreachable: true, reason: fmt.Sprintf("the server failed (HTTP %d)", status)}
 	}

@@ -185,7 +185,7 @@ export class ClientStore {
     try {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     } catch (error) {
-      throw new CacheWriteError(`cannot create the cache directory ${dir}: ${describeFsError(error)}`);
+      throw new CacheWriteError(`cannot create the cache directory ${dir}: ${describeFsError(await mkdirFailure(dir, error))}`);
     }
   }
 
@@ -201,6 +201,24 @@ export class ClientStore {
 /** A cache file that could not be written; the client reports it as a warning, never as a failure. */
 export class CacheWriteError extends Error {
   override readonly name = 'CacheWriteError';
+}
+
+/**
+ * The real reason a recursive mkdir failed. Node reports ENOENT where the kernel said EROFS
+ * (nodejs/node#47098), so a read-only disk would read "no such file or directory"; making the
+ * first missing level alone gets the kernel's own answer.
+ */
+async function mkdirFailure(dir: string, error: unknown): Promise<unknown> {
+  if ((error as NodeJS.ErrnoException | undefined)?.code !== 'ENOENT') return error;
+  const exists = (file: string) => stat(file).then(() => true, () => false);
+  let missing = dir;
+  while (path.dirname(missing) !== missing && !(await exists(path.dirname(missing)))) missing = path.dirname(missing);
+  try {
+    await mkdir(missing, { mode: 0o700 });
+  } catch (real) {
+    return real;
+  }
+  return error;
 }
 
 /** Not there: no file, or a parent that is not a directory (so nothing was ever written there). */
