@@ -176,14 +176,23 @@ export class LicenseClient {
    * quits or no longer needs its license. The grace token is deleted first: it was this
    * machine's lease, and the server counts the seat free only because the client gave it
    * up. Offline files are kept; a seat an offline file holds stays taken until it ends.
-   * Throws LicenseClientError: SERVER_UNREACHABLE (the lease then simply runs out), or the
+   * Throws LicenseClientError: SERVER_UNREACHABLE (the lease then simply runs out),
+   * CACHE_NOT_WRITTEN (the token cannot be deleted; nothing is sent), OFFLINE_ONLY, or the
    * server's error code.
    */
   async release(): Promise<ReleaseResult> {
     if (this.options.mode === 'offline') throw new LicenseClientError('OFFLINE_ONLY', 'the client is in offline mode: it holds no lease to give back');
     this.leaseTimer?.cancel();
     this.leaseTimer = undefined;
-    if (this.options.offline.enabled) await this.store.deleteGrace();
+    if (this.options.offline.enabled) {
+      try {
+        await this.store.deleteGrace();
+      } catch (error) {
+        // A seat counted free while this machine still holds its lease on disk would be a seat twice.
+        if (error instanceof CacheWriteError) throw new LicenseClientError('CACHE_NOT_WRITTEN', `the seat is kept: the grace token (its lease) cannot be deleted: ${error.message}`);
+        throw error;
+      }
+    }
     const reply = await postJson(
       `${this.options.baseUrl}/api/v1/release`,
       { license_key: this.options.licenseKey, hardware_id: this.hardwareId },

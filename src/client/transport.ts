@@ -65,12 +65,12 @@ export function postJson(url: string, body: unknown, deadlines: Deadlines): Prom
     request.on('response', (response) => {
       const status = response.statusCode ?? 0;
       const declared = Number(response.headers['content-length']);
-      if (declared > MAX_ANSWER_BYTES) return unreachable(`the server's answer is larger than 1 MiB (HTTP ${status})`);
+      if (declared > MAX_ANSWER_BYTES) return unreachable(`the answer is larger than 1 MiB (HTTP ${status})`);
       const chunks: Buffer[] = [];
       let size = 0;
       response.on('data', (chunk: Buffer) => {
         size += chunk.length;
-        if (size > MAX_ANSWER_BYTES) return unreachable(`the server's answer is larger than 1 MiB (HTTP ${status})`);
+        if (size > MAX_ANSWER_BYTES) return unreachable(`the answer is larger than 1 MiB (HTTP ${status})`);
         chunks.push(chunk);
       });
       response.on('close', () => {

@@ -3,10 +3,10 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import type { ValidationResult } from '../../src/client/index.js';
+import { LicenseClientError, type ValidationResult } from '../../src/client/index.js';
 import { ClientStore } from '../../src/client/store.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { freePort, LicenseFixture, type FixtureLicense } from '../support/license-fixture.js';
+import { CountingProxy, freePort, LicenseFixture, type FixtureLicense } from '../support/license-fixture.js';
 
 const DAY = 86_400_000;
 
@@ -151,6 +151,28 @@ describe('bad input: damaged .lic files, a cache on a read-only or full disk', f
       assert.deepEqual(codes(offline), ['SERVER_UNREACHABLE', 'LICENSE_REVOKED', 'LICENSE_REVOKED']);
       assert.match(offline.failures[1]!.message, /LICENSE_INACTIVE/);
       assert.deepEqual(warnings(offline), [`CACHE_NOT_WRITTEN: cannot write ${state}/clock.json: read-only file system`]);
+    });
+
+    it('that turns read-only makes release() keep the seat, say why, and send nothing', async function () {
+      const license = await fixture.createLicense();
+      const cacheDir = path.join(fixture.work, `read-only-release-${n}`);
+      mountTmpfs(this, cacheDir, 'size=1m,mode=0700');
+      const proxy = await CountingProxy.start(() => fixture.serve!.url);
+      try {
+        const c = fixture.client({ serverAddr: proxy.addr, offline: { cacheDir } }, license);
+        assert.equal((await c.validate()).source, 'online');
+        remountReadOnly(cacheDir);
+        await assert.rejects(c.release(), (error: unknown) => {
+          assert.ok(error instanceof LicenseClientError, String(error));
+          assert.equal(error.code, 'CACHE_NOT_WRITTEN');
+          assert.match(error.message, /grace\.json: read-only file system/);
+          return true;
+        });
+        assert.equal(proxy.count('/api/v1/release'), 0, 'the server was not told the seat is free');
+        assert.ok(readdirSync(stateOf(cacheDir, license)).includes('grace.json'));
+      } finally {
+        await proxy.close();
+      }
     });
 
     it('read-only from the start keeps the trusted time in memory: a clock set back is still caught', async function () {

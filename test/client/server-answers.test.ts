@@ -58,7 +58,7 @@ describe('what the client makes of answers that are not the API\'s', function ()
       });
       try {
         const reply = await postJson(`http://${server.addr}/`, {}, deadlines);
-        assert.deepEqual(reply, { kind: 'unreachable', reason: 'the server\'s answer is larger than 1 MiB (HTTP 200)' });
+        assert.deepEqual(reply, { kind: 'unreachable', reason: 'the answer is larger than 1 MiB (HTTP 200)' });
       } finally {
         await server.close();
       }
@@ -81,7 +81,7 @@ describe('what the client makes of answers that are not the API\'s', function ()
       });
       try {
         const reply = await postJson(`http://${server.addr}/`, {}, deadlines);
-        assert.deepEqual(reply, { kind: 'unreachable', reason: 'the server\'s answer is larger than 1 MiB (HTTP 200)' });
+        assert.deepEqual(reply, { kind: 'unreachable', reason: 'the answer is larger than 1 MiB (HTTP 200)' });
       } finally {
         await server.close();
       }
