@@ -27,8 +27,8 @@ type Config struct {
 	LicenseKey string
 	// Version is the application's version, sent with each validation. Required.
 	Version string
-	// HardwareID is a custom hardware ID (1-256 characters, no control characters, in
-	// Unicode NFC); "" derives one from the machine (package hardwareid).
+	// HardwareID is a custom hardware ID (no control characters, in Unicode NFC, 1-256
+	// bytes of UTF-8); "" derives one from the machine (package hardwareid).
 	HardwareID string
 	// RequestTimeout is how long a call to the server may take before the server counts
 	// as unreachable (default 10 s).
@@ -275,9 +275,6 @@ func resolve(cfg *Config) (*resolved, error) {
 // checkHardwareID applies the server's rules for a hardware ID (parseHardwareId of the
 // reference), except NFC normalisation: the ID must already be NFC.
 func checkHardwareID(id string) string {
-	if n := len(utf16Encode(id)); n > offline.MaxHardwareIDLength {
-		return fmt.Sprintf("HardwareID must be at most %d bytes, got %d characters", offline.MaxHardwareIDLength, n)
-	}
 	if controlCharacters.MatchString(id) {
 		return "HardwareID must not contain control characters"
 	}

@@ -34,7 +34,7 @@ func TestConfigErrors(t *testing.T) {
 			c.Offline.PublicKey = []byte(e.keys.firstPEM + "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ1h\n-----END PRIVATE KEY-----\n")
 		}, `Offline.PublicKey: block 2 is a private key ("PRIVATE KEY"); a key set holds public keys only`},
 		{func(c *Config) { c.Offline.PublicKeys = [][]byte{[]byte(e.keys.firstPEM), e.keys.keySetPEM} }, "Offline.PublicKey: key 21fe31dfa154a261 appears twice"},
-		{func(c *Config) { c.HardwareID = strings.Repeat("x", 257) }, "HardwareID must be at most 256 bytes, got 257 characters"},
+		{func(c *Config) { c.HardwareID = strings.Repeat("x", 257) }, "HardwareID must be at most 256 bytes of UTF-8, got 257"},
 		{func(c *Config) { c.HardwareID = strings.Repeat("ü", 129) }, "HardwareID must be at most 256 bytes of UTF-8, got 258"},
 		{func(c *Config) { c.HardwareID = "a\nb" }, "HardwareID must not contain control characters"},
 		{func(c *Config) { c.HardwareID = "a\u0085b" }, "HardwareID must not contain control characters"},

@@ -74,5 +74,3 @@ func cacheID(licenseKey string) string {
 	sum := sha256.Sum256([]byte(key))
 	return hex.EncodeToString(sum[:])[:16]
 }
-
-func utf16Encode(s string) []uint16 { return utf16.Encode([]rune(s)) }

@@ -8,6 +8,9 @@ import { cpus, hostname, networkInterfaces, platform } from 'node:os';
  * serial numbers where readable. Only a SHA-256 of them leaves this function, never the
  * raw values. The same machine gives the same ID across restarts; containers, VMs and a
  * changed network card may not, which is why applications there should set their own.
+ * Interfaces are those os.networkInterfaces() lists: up, running and with an address, so
+ * an interface that goes down or loses its link or address changes the ID (documented;
+ * kept, since counting it would change the ID of every machine with an unused port).
  */
 export function deriveHardwareId(sources: HardwareSources = systemSources): string {
   const attributes = collectAttributes(sources);

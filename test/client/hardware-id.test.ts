@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { collectAttributes, deriveHardwareId, type HardwareSources } from '../../src/client/hardware-id.js';
+import { readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
+import { collectAttributes, deriveHardwareId, systemSources, type HardwareSources } from '../../src/client/hardware-id.js';
 
 function sources(overrides: Partial<HardwareSources> = {}): HardwareSources {
   const files: Record<string, string> = {
@@ -46,6 +48,19 @@ describe('hardware ID', () => {
     const base = sources();
     const withVpn = sources({ interfaces: () => [...base.interfaces(), { name: 'tun0', mac: '00:ff:11:22:33:44', internal: false }] });
     assert.equal(deriveHardwareId(withVpn), deriveHardwareId(base));
+  });
+
+  it('changes when a physical interface stops being listed (down, no link, no address), as docs/client.md says', () => {
+    const base = sources();
+    const withoutEth0 = sources({ interfaces: () => base.interfaces().filter(({ name }) => name !== 'eth0') });
+    assert.notEqual(deriveHardwareId(withoutEth0), deriveHardwareId(base));
+    assert.ok(!collectAttributes(withoutEth0).some((line) => line.startsWith('mac=')));
+    // What the system source lists is what os.networkInterfaces() lists, and nothing else.
+    const listed = [...new Set(systemSources.interfaces().map(({ name }) => name))].sort();
+    assert.deepEqual(listed, Object.keys(networkInterfaces()).sort());
+    const doc = readFileSync(new URL('../../docs/client.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    assert.ok(doc.includes("each network interface that Node's `os.networkInterfaces()` lists at that moment"));
+    assert.ok(doc.includes('is not listed, so its MAC address drops out and the ID changes'));
   });
 
   it('falls back to the host name when nothing stable can be read', () => {

@@ -66,3 +66,38 @@ describe('the client\'s offline.publicKey option', () => {
     assert.ok(row?.includes('signing-key show --all'), row);
   });
 });
+
+describe('the client\'s hardwareId option', () => {
+  const base = { serverAddr: '127.0.0.1:1', licenseKey: 'K', version: '1' };
+  const messageFor = (hardwareId: unknown): string => {
+    try {
+      resolveOptions({ ...base, hardwareId } as LicenseClientOptions);
+    } catch (error) {
+      assert.ok(error instanceof LicenseClientConfigError, String(error));
+      return error.message;
+    }
+    return assert.fail(`${JSON.stringify(hardwareId)} was accepted`);
+  };
+
+  it('refuses with the messages docs/client.md lists, one message for an ID that is too long', () => {
+    const cases: Array<[unknown, string]> = [
+      ['', 'hardwareId must not be empty'],
+      ['x'.repeat(257), 'hardwareId must be at most 256 bytes of UTF-8, got 257'],
+      ['\u00fc'.repeat(129), 'hardwareId must be at most 256 bytes of UTF-8, got 258'],
+      ['u\u0308'.repeat(129), 'hardwareId must be at most 256 bytes of UTF-8, got 258'],
+      ['a\nb', 'hardwareId must not contain control characters'],
+      ['a\ud800', 'hardwareId must be well-formed Unicode text'],
+      [42, 'hardwareId must be a string, got number'],
+    ];
+    for (const [value, expected] of cases) {
+      const message = messageFor(value);
+      assert.equal(message, expected);
+      const documented = `\`${message.replace(/got \d+$/, 'got N')}\``;
+      assert.ok(doc.includes(documented), `docs/client.md lists ${documented}`);
+    }
+  });
+
+  it('is kept in NFC, as the server keeps it', () => {
+    assert.equal(resolveOptions({ ...base, hardwareId: 'HW-u\u0308' }).hardwareId, 'HW-\u00fc');
+  });
+});

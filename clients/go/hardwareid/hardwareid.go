@@ -220,22 +220,31 @@ func systemInterfaces() ([]Interface, error) {
 	return out, nil
 }
 
-// running reads IFF_RUNNING from /sys/class/net on Linux (Go 1.19's net package has no
-// FlagRunning); elsewhere, or when it cannot be read, an interface that is up counts.
+// running tells IFF_RUNNING on Linux (Go 1.19's net package has no FlagRunning);
+// elsewhere, or when it cannot be read, an interface that is up counts.
 func running(name string) bool {
 	if runtime.GOOS != "linux" {
 		return true
 	}
-	data, err := os.ReadFile(filepath.Join("/sys/class/net", name, "flags"))
+	data, err := os.ReadFile(filepath.Join("/sys/class/net", name, "operstate"))
 	if err != nil {
 		return true
 	}
-	flags, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(data)), "0x"), 16, 64)
-	if err != nil {
+	return runningFromOperstate(string(data))
+}
+
+// runningFromOperstate reads /sys/class/net/<if>/operstate. The kernel sets IFF_RUNNING in
+// what getifaddrs (and so Node's os.networkInterfaces) sees when the interface is up and
+// its operational state is "up" or "unknown" (dev_get_flags, netif_oper_up), and operstate
+// says "down" for an interface that is not up. The "flags" file cannot tell: it holds the
+// flags as configured, which do not carry IFF_RUNNING (0x1003 for an Ethernet interface
+// that is up and running).
+func runningFromOperstate(operstate string) bool {
+	switch strings.TrimSpace(operstate) {
+	case "up", "unknown":
 		return true
 	}
-	const iffRunning = 0x40
-	return flags&iffRunning != 0
+	return false
 }
 
 func platform() string {

@@ -2,8 +2,10 @@ package hardwareid
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -118,4 +120,45 @@ func TestThisMachine(t *testing.T) {
 	}
 	attrs, _ := CollectAttributes(SystemSources())
 	t.Logf("%s from %d attributes", a, len(attrs))
+}
+
+// Node lists an interface when getifaddrs has IFF_UP and IFF_RUNNING for it; on Linux the
+// kernel sets IFF_RUNNING for an up interface whose operstate is "up" or "unknown"
+// (loopback, tun), and sysfs says "down" for one that is not up.
+func TestRunningFromOperstate(t *testing.T) {
+	for state, want := range map[string]bool{
+		"up\n": true, "unknown\n": true, "down\n": false, "dormant\n": false,
+		"lowerlayerdown\n": false, "notpresent\n": false, "testing\n": false,
+	} {
+		if got := runningFromOperstate(state); got != want {
+			t.Errorf("%q: %v", state, got)
+		}
+	}
+}
+
+// Run by test/clients/go.test.ts with what Node sees on this machine: the names
+// os.networkInterfaces() lists and, where both clients read the same attributes (x86-64
+// Linux), deriveHardwareId(). Skipped when run alone.
+func TestSameInterfacesAndIDAsNodeOnThisMachine(t *testing.T) {
+	names := os.Getenv("LICENSE_NODE_INTERFACES")
+	if names == "" {
+		t.Skip("LICENSE_NODE_INTERFACES is not set (test/clients/go.test.ts sets it)")
+	}
+	listed, err := systemInterfaces()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, i := range listed {
+		got = append(got, i.Name)
+	}
+	sort.Strings(got)
+	if strings.Join(got, ",") != names {
+		t.Fatalf("Go lists %q, Node lists %q", strings.Join(got, ","), names)
+	}
+	if want := os.Getenv("LICENSE_NODE_HARDWARE_ID"); want != "" {
+		if id, err := Derive(); err != nil || id != want {
+			t.Fatalf("Go derives %s (%v), Node %s", id, err, want)
+		}
+	}
 }

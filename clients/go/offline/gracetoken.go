@@ -54,7 +54,9 @@ type VerifiedGraceToken struct {
 type GraceTokenOptions struct {
 	// Now is the time to check nbf and exp against; zero means time.Now().
 	Now time.Time
-	// HardwareID, when not "", must equal the token's hardware_id exactly.
+	// HardwareID, when not "", must equal the token's hardware_id exactly: the reference
+	// compares NFC forms, and the standard library has no normaliser, so it must be NFC
+	// (the server writes every hardware_id in NFC).
 	HardwareID string
 }
 
@@ -62,8 +64,8 @@ var base64urlPart = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // VerifyGraceToken checks a grace token as docs/grace-token.md "Verifying" says: three
 // base64url parts, alg EdDSA, the signature with the key its kid names (or each key for
-// another kid), the required claims, nbf with NotBeforeLeeway, exp without leeway, and the
-// hardware ID. Failures are *Error: GRACE_TOKEN_INVALID ("grace token is invalid: ...")
+// another kid), every claim of the table present with its type, nbf with NotBeforeLeeway,
+// exp without leeway, and the hardware ID. Failures are *Error: GRACE_TOKEN_INVALID ("grace token is invalid: ...")
 // for anything malformed, tampered with or not valid yet, GRACE_TOKEN_EXPIRED past exp,
 // HARDWARE_MISMATCH for another machine.
 func VerifyGraceToken(token string, keys KeySet, opts GraceTokenOptions) (*VerifiedGraceToken, error) {
@@ -113,7 +115,7 @@ func VerifyGraceToken(token string, keys KeySet, opts GraceTokenOptions) (*Verif
 		}
 		ints[name] = int64(f)
 	}
-	for _, name := range []string{"sub", "license_id", "hardware_id", "license_type", "license_valid_until"} {
+	for _, name := range []string{"iss", "sub", "jti", "license_id", "license_key_prefix", "license_type", "hardware_id", "license_valid_until"} {
 		if _, isString := claims.Values[name].(string); !isString {
 			return nil, invalid(`"` + name + `" is missing`)
 		}

@@ -62,6 +62,26 @@ func TestGraceTokenVector(t *testing.T) {
 	}
 }
 
+// The vector's refused tokens are correctly signed, but lack a claim docs/grace-token.md
+// requires (iss, jti, license_key_prefix) or carry it with another type.
+func TestGraceTokenVectorRefusals(t *testing.T) {
+	g := loadGraceVector(t)
+	keySet := mustKeySet(t, readVectorFile(t, "key-set.pem"))
+	inWindow := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	if _, err := VerifyGraceToken(g.Token, keySet, GraceTokenOptions{Now: inWindow, HardwareID: g.HardwareID}); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Refused) < 3 {
+		t.Fatal("no refused tokens in the vector")
+	}
+	for _, r := range g.Refused {
+		_, err := VerifyGraceToken(r.Token, keySet, GraceTokenOptions{Now: inWindow})
+		if e := refusedWith(t, err, r.Code); e.Message != r.Message {
+			t.Fatalf("%s: message %q, want %q", r.Name, e.Message, r.Message)
+		}
+	}
+}
+
 func TestGraceTokenRules(t *testing.T) {
 	secret := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32))
 	keys := mustKeySet(t, secret.Public().(ed25519.PublicKey))

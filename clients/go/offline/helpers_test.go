@@ -51,7 +51,15 @@ type graceVector struct {
 	HeaderJSON string          `json:"header_json"`
 	ClaimsJSON string          `json:"claims_json"`
 	Token      string          `json:"token"`
+	HardwareID string          `json:"hardware_id"`
 	JWKS       json.RawMessage `json:"jwks"`
+	// Refused are tokens signed by the same key with a required claim missing or mistyped.
+	Refused []struct {
+		Name    string `json:"name"`
+		Token   string `json:"token"`
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"refused"`
 }
 
 func readVectorFile(t *testing.T, name string) []byte {

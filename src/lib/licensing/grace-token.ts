@@ -51,10 +51,15 @@ export interface VerifiedGraceToken {
   readonly claims: GraceTokenClaims;
 }
 
+/** The string claims a verifier requires, in the order of docs/grace-token.md's table. */
+const STRING_CLAIMS = ['iss', 'sub', 'jti', 'license_id', 'license_key_prefix', 'license_type', 'hardware_id', 'license_valid_until'] as const;
+
 /**
- * Checks the signature, the algorithm, the time window and (when given) the hardware ID.
- * Every failure is a LicenseServerError: GRACE_TOKEN_INVALID for anything malformed or
- * tampered with, GRACE_TOKEN_EXPIRED past `exp`, HARDWARE_MISMATCH for another machine.
+ * Checks the signature, the algorithm, every claim of docs/grace-token.md (present, of its
+ * type), the time window and (when given) the hardware ID, compared in Unicode NFC as for
+ * `.lic` files. Every failure is a LicenseServerError: GRACE_TOKEN_INVALID for anything
+ * malformed or tampered with, GRACE_TOKEN_EXPIRED past `exp`, HARDWARE_MISMATCH for
+ * another machine.
  */
 export function verifyGraceToken(
   token: string,
@@ -81,7 +86,7 @@ export function verifyGraceToken(
   for (const name of ['iat', 'nbf', 'exp']) {
     if (!Number.isSafeInteger(claims[name])) invalid(`"${name}" is missing`);
   }
-  for (const name of ['sub', 'license_id', 'hardware_id', 'license_type', 'license_valid_until']) {
+  for (const name of STRING_CLAIMS) {
     if (typeof claims[name] !== 'string') invalid(`"${name}" is missing`);
   }
   if (!Array.isArray(claims.entitlements)) invalid('"entitlements" is missing');
@@ -92,7 +97,8 @@ export function verifyGraceToken(
   if (seconds >= (claims.exp as number)) {
     throw new LicenseServerError('GRACE_TOKEN_EXPIRED', `grace period expired at ${new Date((claims.exp as number) * 1000).toISOString()}`);
   }
-  if (options.hardwareId !== undefined && claims.hardware_id !== options.hardwareId) {
+  // One machine, whichever Unicode form its ID arrives in (the server writes NFC).
+  if (options.hardwareId !== undefined && (claims.hardware_id as string).normalize('NFC') !== options.hardwareId.normalize('NFC')) {
     throw new LicenseServerError('HARDWARE_MISMATCH', 'hardware ID mismatch');
   }
   return { header: header as unknown as GraceTokenHeader, claims: claims as unknown as GraceTokenClaims };

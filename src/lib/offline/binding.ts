@@ -80,16 +80,16 @@ export function unsealDecryptionKey(encryptedKey: string, hardwareId: string, li
  * A hardware ID as accepted at checkout, validation and verification: well-formed Unicode
  * without control characters, normalised to NFC (so the composed and decomposed forms of
  * "é" name one machine and derive one binding key), then 1-256 bytes of UTF-8.
+ *
+ * The length is checked once, on the NFC form, with one message (docs/client.md lists it).
+ * A string longer than 256 UTF-16 code units is not refused before normalising: NFC can
+ * shorten it ("u" U+0308 U+0304 is three code units, its NFC U+01D6 two bytes).
  */
 export function parseHardwareId(value: unknown): string {
   if (typeof value !== 'string') {
     throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be a string, got ${value === null ? 'null' : typeof value}`);
   }
   if (value.length === 0) throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not be empty');
-  // Checked before normalising, which would only make a very long string longer.
-  if (value.length > MAX_HARDWARE_ID_LENGTH) {
-    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be at most ${MAX_HARDWARE_ID_LENGTH} bytes, got ${value.length} characters`);
-  }
   if (/[\u0000-\u001f\u007f-\u009f]/.test(value)) {
     throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not contain control characters');
   }

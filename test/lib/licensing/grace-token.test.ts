@@ -53,6 +53,24 @@ describe('grace tokens', () => {
     assert.equal(code(() => verifyGraceToken('', publicKey, { now })), 'GRACE_TOKEN_INVALID');
   });
 
+  it('refuse a token without any one claim of the table in docs/grace-token.md, naming it, in the order step 4 gives', () => {
+    const doc = readFileSync(new URL('../../../docs/grace-token.md', import.meta.url), 'utf8');
+    const table = [...doc.matchAll(/^\| `([a-z_]+)` \| (?:string|integer|array) \|/gm)].map((m) => m[1]!);
+    assert.deepEqual([...table].sort(), Object.keys(claims).sort(), 'the table lists the claims encodeGraceToken writes');
+    const step4 = /^4\. Decode the claims;([\s\S]*?)^5\./m.exec(doc)![1]!;
+    const order = [...step4.matchAll(/`([a-z_]+)`/g)].map((m) => m[1]!).filter((name) => table.includes(name));
+    assert.deepEqual([...order].sort(), [...table].sort(), 'step 4 names every claim');
+    const now = at(iat + 10);
+    for (const [i, name] of order.entries()) {
+      // Without this claim and every claim after it: the verifier names this one, so it checks in this order.
+      const partial = Object.fromEntries(Object.entries(claims).filter(([key]) => !order.slice(i).includes(key)));
+      const broken = encodeGraceToken(partial as unknown as GraceTokenClaims, 'key-1', (message) => signEd25519(message, secretKey));
+      assert.throws(() => verifyGraceToken(broken, publicKey, { now }), { code: 'GRACE_TOKEN_INVALID', message: `grace token is invalid: "${name}" is missing` });
+      const mistyped = encodeGraceToken({ ...claims, [name]: name === 'entitlements' ? {} : typeof claims[name as keyof GraceTokenClaims] === 'number' ? String(iat) : 7 } as unknown as GraceTokenClaims, 'key-1', (message) => signEd25519(message, secretKey));
+      assert.throws(() => verifyGraceToken(mistyped, publicKey, { now }), { code: 'GRACE_TOKEN_INVALID', message: `grace token is invalid: "${name}" is missing` });
+    }
+  });
+
   describe('the worked example of docs/grace-token.md (test/vectors/grace-token.json)', () => {
     const vectors = new URL('../../vectors/', import.meta.url);
     const vector = JSON.parse(readFileSync(new URL('grace-token.json', vectors), 'utf8'));
@@ -75,6 +93,33 @@ describe('grace tokens', () => {
         () => verifyGraceToken(vector.token, lic.public_key_pem, { now: inWindow }),
         (error: Error & { code?: string }) => error.code === 'GRACE_TOKEN_INVALID' && error.message.includes(`it is signed by key ${lic.second_key_id}`),
       );
+    });
+
+    it('compares the hardware ID in Unicode NFC, as the .lic verifier does', () => {
+      assert.notEqual(vector.nfc_equivalent_hardware_id, vector.hardware_id);
+      assert.equal(vector.nfc_equivalent_hardware_id.normalize('NFC'), vector.hardware_id);
+      assert.equal(JSON.parse(vector.claims_json).hardware_id, vector.hardware_id);
+      for (const hardwareId of [vector.hardware_id, vector.nfc_equivalent_hardware_id]) {
+        assert.equal(code(() => verifyGraceToken(vector.token, keySet, { now: inWindow, hardwareId })), 'ACCEPTED', JSON.stringify(hardwareId));
+      }
+      assert.equal(code(() => verifyGraceToken(vector.token, keySet, { now: inWindow, hardwareId: 'HW-4f2a-9c1e-u' })), 'HARDWARE_MISMATCH');
+    });
+
+    it('refuses the tokens of "refused": correctly signed, but a required claim is missing or of another type', async () => {
+      const { createLocalJWKSet, jwtVerify } = await import('jose');
+      assert.ok(vector.refused.length >= 3);
+      const missing = new Set<string>();
+      for (const refused of vector.refused as Array<{ name: string; token: string; code: string; message: string }>) {
+        // The signature is good: a JWT library that does not require these claims accepts the token.
+        await jwtVerify(refused.token, createLocalJWKSet(vector.jwks), { currentDate: inWindow, algorithms: ['EdDSA'] });
+        assert.throws(
+          () => verifyGraceToken(refused.token, keySet, { now: inWindow }),
+          (error: Error & { code?: string }) => error.code === refused.code && error.message === refused.message,
+          refused.name,
+        );
+        missing.add(/"([a-z_]+)"/.exec(refused.message)![1]!);
+      }
+      assert.deepEqual([...missing].sort(), ['iss', 'jti', 'license_key_prefix']);
     });
 
     it('verifies with jose given the JWK Set, which picks the key by kid', async () => {

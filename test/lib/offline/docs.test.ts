@@ -38,6 +38,20 @@ describe('docs/offline-license-format.md', () => {
     assert.ok(doc.includes(rotated.signature_base64));
   });
 
+  it('names the reader vectors and every number form they hold that this server does not write', () => {
+    const readers = JSON.parse(readFileSync(new URL('../../vectors/offline-license-v1-readers.json', import.meta.url), 'utf8'));
+    assert.ok(doc.includes('test/vectors/offline-license-v1-readers.json'));
+    const forms = new Set<string>();
+    for (const vector of [...readers.accept, ...readers.refuse]) {
+      const json = Buffer.from(vector.file, 'base64').toString('utf8');
+      for (const [, number] of json.matchAll(/"(?:version|usage_limit)":([-0-9.eE+]+)/g)) {
+        if (!/^(0|[1-9][0-9]*)$/.test(number!) || !Number.isSafeInteger(Number(number))) forms.add(number!);
+      }
+    }
+    assert.ok(forms.size >= 5, [...forms].join(' '));
+    for (const form of forms) assert.ok(doc.includes(`\`${form}\``), `the doc names ${form}`);
+  });
+
   it('states the binding parameters the code uses', () => {
     assert.ok(doc.includes(`info = UTF-8("${BINDING_INFO}")`));
     assert.ok(doc.includes(`${SEALED_KEY_LENGTH} bytes`));
