@@ -27,8 +27,8 @@ type Client struct {
 	// whose transport has its own.
 	connectTimeout time.Duration
 
-	// runMu makes validations (and background retries) run one at a time; it guards the
-	// trust state and the cache files they use.
+	// runMu makes validations (and background retries, once their answer is in) run one
+	// at a time; it guards the trust state and the cache files they use.
 	runMu sync.Mutex
 	// mu guards the fields below.
 	mu                sync.Mutex
