@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -22,9 +23,12 @@ type Client struct {
 	store     *store
 	trust     *offlineTrust
 	keyPrefix string
+	// connectTimeout is the budget of the client's own transport; 0 with Config.HTTPClient,
+	// whose transport has its own.
+	connectTimeout time.Duration
 
-	// runMu makes validations (and background retries) run one at a time; it guards the
-	// trust state and the cache files they use.
+	// runMu makes validations (and background retries, once their answer is in) run one
+	// at a time; it guards the trust state and the cache files they use.
 	runMu sync.Mutex
 	// mu guards the fields below.
 	mu                sync.Mutex
@@ -35,6 +39,11 @@ type Client struct {
 	graceTimer        Timer
 	leaseTimer        Timer
 	graceExpiredFired bool
+	// timedOutReason is why the last failed attempt to reach the server timed out; "" when
+	// it did not time out (see reconnectingInBackground).
+	timedOutReason string
+	// retrying is true while a reconnect attempt is under way.
+	retrying bool
 
 	// flushMu makes queue flushes run one at a time.
 	flushMu sync.Mutex
@@ -53,39 +62,57 @@ func New(cfg Config) (*Client, error) {
 	if clock == nil {
 		clock = SystemClock
 	}
-	httpClient := cfg.HTTPClient
+	httpClient, connectTimeout := cfg.HTTPClient, time.Duration(0)
 	if httpClient == nil {
-		httpClient = &http.Client{}
+		httpClient, connectTimeout = newHTTPClient(resolved.connectTimeout), resolved.connectTimeout
 	}
 	st := newStore(resolved.cacheDir, resolved.licenseKey)
 	return &Client{
-		cfg:       resolved,
-		callbacks: cfg,
-		clock:     clock,
-		http:      httpClient,
-		store:     st,
-		trust:     &offlineTrust{store: st, persist: resolved.enabled},
-		keyPrefix: licenseKeyPrefix(resolved.licenseKey),
+		cfg:            resolved,
+		callbacks:      cfg,
+		clock:          clock,
+		http:           httpClient,
+		connectTimeout: connectTimeout,
+		store:          st,
+		trust:          &offlineTrust{store: st, persist: resolved.enabled},
+		keyPrefix:      licenseKeyPrefix(resolved.licenseKey),
 	}, nil
+}
+
+// newHTTPClient is the default transport with connectTimeout on the TCP connection and on
+// the TLS handshake: a server whose packets are dropped then costs that, not RequestTimeout.
+func newHTTPClient(connectTimeout time.Duration) *http.Client {
+	// A clone keeps what the application set on the default transport (a proxy, a CA).
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		base = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
+	}
+	transport := base.Clone()
+	transport.DialContext = (&net.Dialer{Timeout: connectTimeout, KeepAlive: 30 * time.Second}).DialContext
+	transport.TLSHandshakeTimeout = connectTimeout
+	return &http.Client{Transport: transport}
 }
 
 // HardwareID is the hardware ID in use: the configured one, or the derived one.
 func (c *Client) HardwareID() string { return c.cfg.hardwareID }
 
 // IsOffline is true while the server is unreachable and the client answers from its
-// offline tiers.
+// offline tiers, and always in ModeOffline.
 func (c *Client) IsOffline() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.offline
+	return c.offline || c.cfg.mode == ModeOffline
 }
 
 // CacheDir is the directory of this license's state files.
 func (c *Client) CacheDir() string { return c.store.dir }
 
 // Validate walks the chain and returns the answer; it never fails and never hangs
-// (every call to the server has RequestTimeout). Callbacks it triggers run on the
-// calling goroutine before it returns.
+// (every call to the server has RequestTimeout, and a connection ConnectTimeout).
+// After an attempt that timed out, while the reconnect loop has an attempt scheduled or
+// under way, it answers from the offline tiers without going to the network. In
+// ModeOffline it reads the .lic file only. Callbacks it triggers run on the calling
+// goroutine before it returns.
 func (c *Client) Validate() *Result { return c.ValidateContext(context.Background()) }
 
 // ValidateContext is Validate with a context that can cancel the call to the server
@@ -120,7 +147,8 @@ func (c *Client) validateLocked(ctx context.Context, pending *[]func()) (result 
 // offline usage reporting is on, it waits in a crash-safe queue and is sent, in order and
 // counted once, when the server is back. The server's refusals (over the limit, unknown
 // entitlement) are an *Error with its code; SERVER_UNREACHABLE with offline reporting
-// off; CACHE_NOT_WRITTEN when the queue cannot be written.
+// off (OFFLINE_ONLY in ModeOffline, where a report is only ever queued);
+// CACHE_NOT_WRITTEN when the queue cannot be written.
 func (c *Client) ReportUsage(code string, quantity int64) (*UsageResult, error) {
 	return c.ReportUsageContext(context.Background(), code, quantity)
 }
@@ -142,6 +170,9 @@ func (c *Client) ReportUsageContext(ctx context.Context, code string, quantity i
 		}
 	}
 	if !c.cfg.enabled || !c.cfg.offlineUsage {
+		if c.cfg.mode == ModeOffline {
+			return nil, &Error{Code: "OFFLINE_ONLY", Message: "the client is in offline mode and offline usage reporting is off"}
+		}
 		return nil, &Error{Code: "SERVER_UNREACHABLE", Message: "the server cannot be reached and offline usage reporting is off"}
 	}
 	if err := c.store.enqueue(report); err != nil {
@@ -170,11 +201,14 @@ func (c *Client) FlushUsageQueueContext(ctx context.Context) int {
 // Release gives a floating seat back at once (POST /api/v1/release). The cached grace
 // token is deleted first: it was this machine's lease. Errors are *Error:
 // SERVER_UNREACHABLE (the seat is then given back when its lease runs out),
-// CACHE_NOT_WRITTEN, or the server's error code.
+// CACHE_NOT_WRITTEN, OFFLINE_ONLY in ModeOffline, or the server's error code.
 func (c *Client) Release() (*ReleaseResult, error) { return c.ReleaseContext(context.Background()) }
 
 // ReleaseContext is Release with a context.
 func (c *Client) ReleaseContext(ctx context.Context) (*ReleaseResult, error) {
+	if c.cfg.mode == ModeOffline {
+		return nil, &Error{Code: "OFFLINE_ONLY", Message: "the client is in offline mode: it holds no lease to give back"}
+	}
 	c.mu.Lock()
 	stop(&c.leaseTimer)
 	c.mu.Unlock()
@@ -205,6 +239,10 @@ func (c *Client) Close() {
 	stop(&c.retryTimer)
 	stop(&c.graceTimer)
 	stop(&c.leaseTimer)
+	if c.connectTimeout > 0 {
+		// The client's own transport: nobody else will use its idle connections.
+		c.http.CloseIdleConnections()
+	}
 }
 
 func stop(timer *Timer) {
@@ -221,16 +259,28 @@ func (c *Client) isClosed() bool {
 }
 
 func (c *Client) runChain(ctx context.Context, save save, pending *[]func()) *Result {
-	online, reason := c.validateOnline(ctx, save)
-	if online != nil {
-		if c.IsOffline() {
-			c.leaveOfflineMode(ctx, pending)
-		} else if online.Valid {
-			c.flushInBackground()
-		}
-		return online
+	if c.cfg.mode == ModeOffline {
+		return c.runOfflineOnly(save, pending)
 	}
-	failures := []TierFailure{{Tier: TierOnline, Code: "SERVER_UNREACHABLE", Message: reason}}
+	var failures []TierFailure
+	if reason, reconnecting := c.reconnectingInBackground(); reconnecting {
+		// The loop's own attempts bring the client back; a black-holed server must not cost
+		// every call its connect budget.
+		failures = append(failures, TierFailure{Tier: TierOnline, Code: "SERVER_UNREACHABLE", Message: reason + "; reconnecting in the background"})
+	} else {
+		r := c.askValidate(ctx)
+		online, reason := c.answerOf(r, save)
+		if online != nil {
+			if c.IsOffline() {
+				c.leaveOfflineMode(ctx, pending)
+			} else if online.Valid {
+				c.flushInBackground()
+			}
+			return online
+		}
+		c.noteFailedAttempt(r)
+		failures = append(failures, TierFailure{Tier: TierOnline, Code: "SERVER_UNREACHABLE", Message: reason})
+	}
 	if !c.cfg.enabled {
 		return c.invalid(false, failures)
 	}
@@ -244,7 +294,7 @@ func (c *Client) runChain(ctx context.Context, save save, pending *[]func()) *Re
 			TierFailure{Tier: TierLicenseFile, Code: refused.code, Message: refused.message},
 			TierFailure{Tier: TierGraceToken, Code: refused.code, Message: refused.message})
 		result = c.invalid(true, failures)
-	} else if r := c.fromLicenseFile(now, &failures, save); r != nil {
+	} else if r, _ := c.fromLicenseFile(now, &failures, save); r != nil {
 		result = r
 	} else if r := c.fromGraceToken(now, &failures); r != nil {
 		result = r
@@ -270,24 +320,88 @@ func (c *Client) runChain(ctx context.Context, save save, pending *[]func()) *Re
 		c.scheduleRetry()
 	}
 	if !result.Valid && hasCode(failures, "GRACE_TOKEN_EXPIRED") {
-		c.mu.Lock()
-		fire := !c.graceExpiredFired
-		c.graceExpiredFired = true
-		c.mu.Unlock()
-		if callback := c.callbacks.OnGracePeriodExpired; fire && callback != nil {
-			*pending = append(*pending, callback)
-		}
+		c.gracePeriodExpired(pending)
 	}
 	return result
 }
 
-// validateOnline asks the server. It returns a result for an answer (valid, the server's
-// authoritative "not valid", or a 4xx error), or nil and the reason the server counts as
-// unreachable.
-func (c *Client) validateOnline(ctx context.Context, save save) (*Result, string) {
-	r := c.postJSON(ctx, "/api/v1/validate", map[string]string{
+// runOfflineOnly is ModeOffline, for an air-gapped machine: the .lic file alone, no
+// network call ever. The callbacks speak of the file: entering reports how long it stays
+// valid, and its end is the end of the grace period.
+func (c *Client) runOfflineOnly(save save, pending *[]func()) *Result {
+	now := c.clock.Now()
+	var failures []TierFailure
+	var result *Result
+	var validUntil time.Time
+	if refused := c.trust.check(now.UnixMilli(), save); refused != nil {
+		failures = append(failures, TierFailure{Tier: TierLicenseFile, Code: refused.code, Message: refused.message})
+	} else {
+		result, validUntil = c.fromLicenseFile(now, &failures, save)
+	}
+	var remaining time.Duration
+	if result != nil {
+		remaining = validUntil.Sub(now)
+		c.scheduleGraceExpiry(validUntil)
+	}
+	c.mu.Lock()
+	entering := !c.offline
+	c.offline = true
+	c.mu.Unlock()
+	if callback := c.callbacks.OnOfflineModeEnter; entering && callback != nil {
+		*pending = append(*pending, func() { callback(remaining) })
+	}
+	if result != nil {
+		return result
+	}
+	if hasCode(failures, "LICENSE_EXPIRED") {
+		c.gracePeriodExpired(pending)
+	}
+	return c.invalid(true, failures)
+}
+
+// gracePeriodExpired calls OnGracePeriodExpired once per grace period.
+func (c *Client) gracePeriodExpired(pending *[]func()) {
+	c.mu.Lock()
+	fire := !c.graceExpiredFired
+	c.graceExpiredFired = true
+	c.mu.Unlock()
+	if callback := c.callbacks.OnGracePeriodExpired; fire && callback != nil {
+		*pending = append(*pending, callback)
+	}
+}
+
+// reconnectingInBackground is true after an attempt that timed out while the reconnect
+// loop has an attempt scheduled or under way: that loop, not Validate, goes to the
+// network, so a black-holed server costs one ConnectTimeout and not one per call. A
+// refused connection or an error answer costs nothing, so those are tried every time.
+// The reason is the timed-out attempt's.
+func (c *Client) reconnectingInBackground() (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.timedOutReason, c.offline && c.timedOutReason != "" && (c.retryTimer != nil || c.retrying)
+}
+
+// noteFailedAttempt keeps whether an attempt that found the server unreachable timed out.
+func (c *Client) noteFailedAttempt(r reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.timedOutReason = ""
+	if r.timedOut {
+		c.timedOutReason = r.reason
+	}
+}
+
+// askValidate is POST /api/v1/validate; answerOf reads its reply.
+func (c *Client) askValidate(ctx context.Context) reply {
+	return c.postJSON(ctx, "/api/v1/validate", map[string]string{
 		"license_key": c.cfg.licenseKey, "hardware_id": c.cfg.hardwareID, "version": c.cfg.version,
 	})
+}
+
+// answerOf reads the server's reply to a validation. It returns a result for an answer
+// (valid, the server's authoritative "not valid", or a 4xx error), or nil and the reason
+// the server counts as unreachable.
+func (c *Client) answerOf(r reply, save save) (*Result, string) {
 	if r.unreachable {
 		return nil, r.reason
 	}
@@ -361,24 +475,25 @@ func (c *Client) serverTime(value any) int64 {
 	return c.clock.Now().UnixMilli()
 }
 
-func (c *Client) fromLicenseFile(now time.Time, failures *[]TierFailure, save save) *Result {
+// fromLicenseFile is the .lic tier's answer, and the file's valid_until when it vouches.
+func (c *Client) fromLicenseFile(now time.Time, failures *[]TierFailure, save save) (*Result, time.Time) {
 	file := c.cfg.licenseFile
 	data, err := os.ReadFile(file)
 	if err != nil {
 		*failures = append(*failures, TierFailure{Tier: TierLicenseFile, Code: "LICENSE_FILE_UNREADABLE", Message: fmt.Sprintf("cannot read %s: %s", file, describeFsError(err))})
-		return nil
+		return nil, time.Time{}
 	}
 	verified, err := offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.cfg.keys, HardwareID: c.cfg.hardwareID, Now: now})
 	if err != nil {
 		*failures = append(*failures, failureOf(TierLicenseFile, err))
-		return nil
+		return nil, time.Time{}
 	}
 	if verified.Payload.LicenseKeyPrefix != c.keyPrefix {
 		*failures = append(*failures, TierFailure{Tier: TierLicenseFile, Code: "LICENSE_FILE_MISMATCH", Message: "the license file is for another license key"})
-		return nil
+		return nil, time.Time{}
 	}
 	c.trust.advanceTo(verified.Payload.IssuedAt.UnixMilli(), save)
-	return c.valid(TierLicenseFile, verified.Payload.Entitlements, verified.Payload.LicenseID, verified.DecryptionKey)
+	return c.valid(TierLicenseFile, verified.Payload.Entitlements, verified.Payload.LicenseID, verified.DecryptionKey), verified.Payload.ValidUntil
 }
 
 func (c *Client) fromGraceToken(now time.Time, failures *[]TierFailure) *Result {
@@ -443,29 +558,42 @@ func (c *Client) scheduleRetry() {
 }
 
 func (c *Client) retry() {
+	c.mu.Lock()
+	c.retryTimer = nil
+	if c.closed || !c.offline {
+		c.mu.Unlock()
+		return
+	}
+	c.retryAttempt++
+	c.retrying = true
+	c.mu.Unlock()
+	// Outside runMu: a Validate meanwhile answers from the offline tiers at once instead of
+	// waiting for this attempt, which may take RequestTimeout.
+	r := c.askValidate(context.Background())
 	var pending []func()
 	func() {
 		c.runMu.Lock()
 		defer c.runMu.Unlock()
 		c.mu.Lock()
-		c.retryTimer = nil
-		if c.closed || !c.offline {
-			c.mu.Unlock()
+		c.retrying = false
+		// A Validate that brought the client back meanwhile had a newer answer than this one.
+		stale := c.closed || !c.offline
+		c.mu.Unlock()
+		if stale {
 			return
 		}
-		c.retryAttempt++
-		c.mu.Unlock()
 		answered := false
 		func() {
 			defer func() { _ = recover() }() // a bug counts as unreachable: try again later
 			// Nobody reads this answer: cache problems show in the next Validate result.
-			result, _ := c.validateOnline(context.Background(), (&cacheWarnings{}).save)
+			result, _ := c.answerOf(r, (&cacheWarnings{}).save)
 			answered = result != nil
 		}()
 		if answered {
 			c.leaveOfflineMode(context.Background(), &pending)
 			return
 		}
+		c.noteFailedAttempt(r)
 		c.scheduleRetry()
 	}()
 	for _, callback := range pending {
@@ -499,8 +627,8 @@ func (c *Client) scheduleLeaseRenewal(leaseExpiresAt, serverTime any) {
 	})
 }
 
-// scheduleGraceExpiry runs the chain again when the grace token in use runs out: the
-// server may be back, or the grace period is over.
+// scheduleGraceExpiry runs the chain again when the grace token in use (in ModeOffline,
+// the .lic file) runs out: the server may be back, or the grace period is over.
 func (c *Client) scheduleGraceExpiry(expiresAt time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -523,6 +651,7 @@ func (c *Client) leaveOfflineMode(ctx context.Context, pending *[]func()) {
 		return
 	}
 	c.offline = false
+	c.timedOutReason = ""
 	// The lease timer stays: the answer that brought the client back online just set it.
 	stop(&c.retryTimer)
 	stop(&c.graceTimer)

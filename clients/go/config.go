@@ -19,8 +19,12 @@ import (
 // Config is the client's configuration, with the spec's field names (sections 2.5 and
 // 2.6). Zero values mean the defaults.
 type Config struct {
-	// ServerAddr is host:port of the license server ([::1]:8080 for IPv6). Required.
+	// ServerAddr is host:port of the license server ([::1]:8080 for IPv6). Required online;
+	// "" with Offline.Enabled is an air-gapped machine (ModeOffline).
 	ServerAddr string
+	// Mode is ModeOnline (the default) or ModeOffline; "" is ModeOffline when ServerAddr
+	// is "" and ModeOnline otherwise.
+	Mode Mode
 	// HTTPS talks HTTPS to the server (default HTTP).
 	HTTPS bool
 	// LicenseKey is the license key. Required.
@@ -33,6 +37,12 @@ type Config struct {
 	// RequestTimeout is how long a call to the server may take before the server counts
 	// as unreachable (default 10 s).
 	RequestTimeout time.Duration
+	// ConnectTimeout is how long the connection (TCP, then the TLS handshake with HTTPS)
+	// may take to come up before the server counts as unreachable (default 3 s, at most
+	// RequestTimeout), so that a black-holed server costs this and not RequestTimeout. It
+	// applies to the client's own transport only: with HTTPClient, set its transport's
+	// dialer Timeout and TLSHandshakeTimeout instead.
+	ConnectTimeout time.Duration
 	Offline        OfflineConfig
 
 	// OnOfflineModeEnter is called when the client goes offline, with the grace period
@@ -49,9 +59,20 @@ type Config struct {
 	// Clock replaces the system clock (for tests).
 	Clock Clock
 	// HTTPClient replaces the default HTTP client (e.g. for a private CA). Its Timeout
-	// is not used: RequestTimeout bounds each call.
+	// is not used: RequestTimeout bounds each call. ConnectTimeout does not apply to it.
 	HTTPClient *http.Client
 }
+
+// Mode is how the client may reach the license server.
+type Mode string
+
+const (
+	// ModeOnline asks the server first, then the offline tiers (with Offline.Enabled).
+	ModeOnline Mode = "online"
+	// ModeOffline is for an air-gapped machine: no network call at all, and the .lic file
+	// is the authority (no grace token, no reconnect loop).
+	ModeOffline Mode = "offline"
+)
 
 // OfflineConfig is the spec's offline configuration (section 2.6).
 type OfflineConfig struct {
@@ -140,11 +161,14 @@ func DefaultCacheDir() (string, error) {
 }
 
 type resolved struct {
+	mode Mode
+	// baseURL is "" in ModeOffline: nothing may be sent anywhere.
 	baseURL        string
 	licenseKey     string
 	version        string
 	hardwareID     string
 	requestTimeout time.Duration
+	connectTimeout time.Duration
 	enabled        bool
 	cacheDir       string
 	licenseFile    string
@@ -169,7 +193,24 @@ func resolve(cfg *Config) (*resolved, error) {
 	fail := func(format string, args ...any) (*resolved, error) {
 		return nil, &ConfigError{Message: fmt.Sprintf(format, args...)}
 	}
-	if !serverAddrPattern.MatchString(cfg.ServerAddr) {
+	if cfg.Mode != "" && cfg.Mode != ModeOnline && cfg.Mode != ModeOffline {
+		return fail(`Mode must be "online" or "offline"`)
+	}
+	mode := cfg.Mode
+	if mode == "" {
+		mode = ModeOnline
+		if cfg.ServerAddr == "" {
+			mode = ModeOffline
+		}
+	}
+	if mode == ModeOffline && !cfg.Offline.Enabled {
+		if cfg.Mode == ModeOffline {
+			return fail("offline mode needs Offline.Enabled: true")
+		}
+		// No server and no offline mode: the server address is what is missing.
+		return fail("server address must be <host>:<port>")
+	}
+	if (cfg.ServerAddr != "" || mode == ModeOnline) && !serverAddrPattern.MatchString(cfg.ServerAddr) {
 		return fail("server address must be <host>:<port>")
 	}
 	licenseKey := trimJS(cfg.LicenseKey)
@@ -230,6 +271,13 @@ func resolve(cfg *Config) (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
+	connectTimeout, err := duration(cfg.ConnectTimeout, 3*time.Second, "ConnectTimeout")
+	if err != nil {
+		return nil, err
+	}
+	if connectTimeout > timeout {
+		connectTimeout = timeout
+	}
 	cacheDir := o.CacheDir
 	if cacheDir == "" {
 		dir, err := DefaultCacheDir()
@@ -254,12 +302,18 @@ func resolve(cfg *Config) (*resolved, error) {
 		}
 		hardwareID = derived
 	}
+	baseURL := scheme + "://" + cfg.ServerAddr
+	if mode == ModeOffline {
+		baseURL = ""
+	}
 	return &resolved{
-		baseURL:        scheme + "://" + cfg.ServerAddr,
+		mode:           mode,
+		baseURL:        baseURL,
 		licenseKey:     licenseKey,
 		version:        cfg.Version,
 		hardwareID:     hardwareID,
 		requestTimeout: timeout,
+		connectTimeout: connectTimeout,
 		enabled:        o.Enabled,
 		cacheDir:       cacheDir,
 		licenseFile:    o.LicenseFile,

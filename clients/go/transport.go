@@ -23,6 +23,9 @@ type reply struct {
 	reason      string
 	status      int
 	body        *offline.Object
+	// timedOut marks an unreachable server that ran out of time rather than refused:
+	// Validate then leaves the network to the reconnect loop (see reconnectingInBackground).
+	timedOut bool
 }
 
 // maxAnswer bounds what is read of an answer. The API's are a few kilobytes; a longer
@@ -44,13 +47,13 @@ func (c *Client) postJSON(ctx context.Context, path string, body any) reply {
 	request.Header.Set("Accept", "application/json")
 	response, err := c.http.Do(request)
 	if err != nil {
-		return reply{unreachable: true, reason: c.describeRequestError(ctx, err)}
+		return c.requestFailed(ctx, err)
 	}
 	defer response.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(response.Body, maxAnswer+1))
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
-			return reply{unreachable: true, reason: c.timeoutReason()}
+			return reply{unreachable: true, reason: c.timeoutReason(), timedOut: true}
 		}
 		return reply{unreachable: true, reason: "the answer was cut off"}
 	}
@@ -80,7 +83,20 @@ func (c *Client) timeoutReason() string {
 	return fmt.Sprintf("no answer within %d ms", c.cfg.requestTimeout.Milliseconds())
 }
 
+// requestFailed is the reply for a request that got no answer.
+func (c *Client) requestFailed(ctx context.Context, err error) reply {
+	var netErr net.Error
+	timedOut := ctx.Err() == context.DeadlineExceeded || errors.As(err, &netErr) && netErr.Timeout()
+	return reply{unreachable: true, reason: c.describeRequestError(ctx, err), timedOut: timedOut}
+}
+
 func (c *Client) describeRequestError(ctx context.Context, err error) string {
+	// The client's own transport has no deadline but ConnectTimeout (TCP and TLS), and the
+	// net package reports that one as context.DeadlineExceeded too: tell it apart first.
+	var netErr net.Error
+	if c.connectTimeout > 0 && ctx.Err() == nil && errors.As(err, &netErr) && netErr.Timeout() {
+		return fmt.Sprintf("no connection within %d ms", c.connectTimeout.Milliseconds())
+	}
 	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() == context.DeadlineExceeded {
 		return c.timeoutReason()
 	}
