@@ -339,6 +339,12 @@ func (c *Client) runOfflineOnly(save save, pending *[]func()) *Result {
 		result, validUntil = c.fromLicenseFile(now, &failures, save)
 	}
 	var remaining time.Duration
+	c.mu.Lock()
+	if result != nil {
+		// A new file put in place after the old one ran out starts a new grace period.
+		c.graceExpiredFired = false
+	}
+	c.mu.Unlock()
 	if result != nil {
 		remaining = validUntil.Sub(now)
 		c.scheduleGraceExpiry(validUntil)

@@ -170,6 +170,18 @@ func TestOfflineModeFiresGracePeriodExpiredOnceWhenTheFileRunsOut(t *testing.T) 
 	if pending := e.clock.Pending(); len(pending) != 0 {
 		t.Fatalf("nothing left to wait for: %v", pending)
 	}
+
+	// The vendor sends a new file: a new grace period, whose end fires the callback again.
+	now := e.clock.Now()
+	writeLicenseFile(t, e.licFile, licOptions{
+		key: e.keys.second, keyID: "39f713d0a644253f", hardwareID: testHardwareID,
+		validFrom: now.Add(-time.Hour), validUntil: now.Add(60 * 24 * time.Hour), issuedAt: now.Add(-time.Minute),
+	})
+	expectValid(t, c.Validate(), TierLicenseFile)
+	e.clock.Advance(60 * 24 * time.Hour)
+	if expired != 2 {
+		t.Fatalf("the new file's end fired the callback %d times in all, want 2", expired)
+	}
 }
 
 func TestOfflineModeStillRefusesAClockSetBack(t *testing.T) {

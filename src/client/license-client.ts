@@ -261,7 +261,11 @@ export class LicenseClient {
     if (refusal) failures.push({ tier: 'license-file', ...refusal });
     const verified = refusal ? undefined : await this.fromLicenseFile(now, failures, save);
     const validUntil = verified?.validUntil;
-    if (validUntil !== undefined) this.scheduleGraceExpiry(validUntil);
+    if (validUntil !== undefined) {
+      // A new file put in place after the old one ran out starts a new grace period.
+      this.graceExpiredFired = false;
+      this.scheduleGraceExpiry(validUntil);
+    }
     if (!this.offline) {
       this.offline = true;
       this.callbacks.onOfflineModeEnter?.(validUntil === undefined ? 0 : Math.max(0, validUntil - now.getTime()));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import diagnostics from 'node:diagnostics_channel';
-import { readFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -87,10 +87,12 @@ describe('the client on an air-gapped machine and behind a black hole', function
       }
     });
 
-    it('fires onGracePeriodExpired once when the file runs out, and refuses from then on', async () => {
+    it('fires onGracePeriodExpired once when the file runs out, refuses from then on, and starts over with a new file', async () => {
       const clock = new FakeClock();
       let expired = 0;
-      const c = fixture.client({ serverAddr: undefined, clock, onGracePeriodExpired: () => (expired += 1), offline: { cacheDir: cacheDir() } });
+      const licenseFile = path.join(fixture.work, `expiring-${++n}.lic`);
+      copyFileSync(fixture.license.licenseFile, licenseFile);
+      const c = fixture.client({ serverAddr: undefined, clock, onGracePeriodExpired: () => (expired += 1), offline: { cacheDir: cacheDir(), licenseFile } });
       assert.equal((await c.validate()).valid, true);
       clock.advance(validUntil - clock.now().getTime() - 1000);
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -102,6 +104,14 @@ describe('the client on an air-gapped machine and behind a black hole', function
       assert.equal(after.reason, 'LICENSE_EXPIRED');
       assert.deepEqual(after.failures.map((failure) => failure.tier), ['license-file'], 'no online tier, no grace token');
       assert.equal(expired, 1, 'once');
+
+      // The vendor sends a new file, valid for 60 days from the server's (real) now.
+      const renewed = await fixture.api('POST', `/api/licenses/${fixture.license.id}/checkout`, { ttl_days: 60, hardware_id: 'test-machine' });
+      writeFileSync(licenseFile, renewed.body.license_file);
+      const renewedUntil = Date.parse(JSON.parse(Buffer.from(renewed.body.license_file, 'base64').toString()).valid_until);
+      assert.equal((await c.validate()).valid, true, 'the new file answers');
+      clock.advance(renewedUntil - clock.now().getTime());
+      await eventually(() => expired === 2, 'the end of the new file fired the callback again');
     });
 
     it('still refuses a clock set back', async () => {

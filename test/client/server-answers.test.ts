@@ -22,6 +22,16 @@ async function answering(handler: (req: IncomingMessage, res: ServerResponse) =>
 
 const deadlines = { connectTimeout: 2_000, requestTimeout: 5_000 };
 
+/** One postJson to `server`, which is closed afterwards whatever happened. */
+async function askOnce(server: { addr: string; close(): Promise<void> }) {
+  try {
+    return await postJson(`http://${server.addr}/`, {}, deadlines);
+  } finally {
+    await server.close();
+  }
+}
+const TOO_LARGE = { kind: 'unreachable', reason: 'the answer is larger than 1 MiB (HTTP 200)' };
+
 describe('what the client makes of answers that are not the API\'s', function () {
   this.timeout(60_000);
 
@@ -56,12 +66,7 @@ describe('what the client makes of answers that are not the API\'s', function ()
         };
         pump();
       });
-      try {
-        const reply = await postJson(`http://${server.addr}/`, {}, deadlines);
-        assert.deepEqual(reply, { kind: 'unreachable', reason: 'the answer is larger than 1 MiB (HTTP 200)' });
-      } finally {
-        await server.close();
-      }
+      assert.deepEqual(await askOnce(server), TOO_LARGE);
       assert.ok(sent < 16 * MAX_ANSWER_BYTES, `the client hung up early (${sent} bytes sent of 64 MiB)`);
     });
 
@@ -79,12 +84,7 @@ describe('what the client makes of answers that are not the API\'s', function ()
         };
         pump();
       });
-      try {
-        const reply = await postJson(`http://${server.addr}/`, {}, deadlines);
-        assert.deepEqual(reply, { kind: 'unreachable', reason: 'the answer is larger than 1 MiB (HTTP 200)' });
-      } finally {
-        await server.close();
-      }
+      assert.deepEqual(await askOnce(server), TOO_LARGE);
       assert.ok(sent < 32 * MAX_ANSWER_BYTES, `the client hung up early (${sent} bytes sent)`);
     });
 
@@ -92,12 +92,7 @@ describe('what the client makes of answers that are not the API\'s', function ()
       const body = `{"valid":false,"pad":"${' '.repeat(MAX_ANSWER_BYTES - 24)}"}`;
       assert.equal(Buffer.byteLength(body), MAX_ANSWER_BYTES);
       const server = await answering((_, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(body));
-      try {
-        const reply = await postJson(`http://${server.addr}/`, {}, deadlines);
-        assert.equal(reply.kind, 'answer');
-      } finally {
-        await server.close();
-      }
+      assert.equal((await askOnce(server)).kind, 'answer');
     });
 
     it('takes a body cut off mid-way as unreachable', async () => {
@@ -106,11 +101,7 @@ describe('what the client makes of answers that are not the API\'s', function ()
         res.write('{"valid": tr');
         setTimeout(() => res.socket?.destroy(), 50);
       });
-      try {
-        assert.deepEqual(await postJson(`http://${server.addr}/`, {}, deadlines), { kind: 'unreachable', reason: 'the answer was cut off' });
-      } finally {
-        await server.close();
-      }
+      assert.deepEqual(await askOnce(server), { kind: 'unreachable', reason: 'the answer was cut off' });
     });
   });
 
