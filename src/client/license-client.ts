@@ -224,7 +224,7 @@ export class LicenseClient {
         else if (online.result.valid) void this.flushQueue();
         return online.result;
       }
-      this.lastAttemptTimedOut = online.timedOut ? { reason: online.reason } : undefined;
+      this.rememberUnreachable(online);
       failures.push({ tier: 'online', code: 'SERVER_UNREACHABLE', message: online.reason });
     }
     if (!this.options.offline.enabled) return this.invalid(false, failures);
@@ -242,10 +242,7 @@ export class LicenseClient {
       this.callbacks.onOfflineModeEnter?.(refusal ? 0 : await this.remainingGraceMs(now));
       this.scheduleRetry();
     }
-    if (!result.valid && failures.some((failure) => failure.code === 'GRACE_TOKEN_EXPIRED') && !this.graceExpiredFired) {
-      this.graceExpiredFired = true;
-      this.callbacks.onGracePeriodExpired?.();
-    }
+    if (!result.valid) this.gracePeriodExpiredOnce(failures, 'GRACE_TOKEN_EXPIRED');
     return result;
   }
 
@@ -270,11 +267,15 @@ export class LicenseClient {
       this.offline = true;
       this.callbacks.onOfflineModeEnter?.(validUntil === undefined ? 0 : Math.max(0, validUntil - now.getTime()));
     }
-    if (!verified && failures.some((failure) => failure.code === 'LICENSE_EXPIRED') && !this.graceExpiredFired) {
-      this.graceExpiredFired = true;
-      this.callbacks.onGracePeriodExpired?.();
-    }
+    if (!verified) this.gracePeriodExpiredOnce(failures, 'LICENSE_EXPIRED');
     return verified?.result ?? this.invalid(true, failures);
+  }
+
+  /** onGracePeriodExpired, once per grace period, when `code` (what ends it) is among the failures. */
+  private gracePeriodExpiredOnce(failures: readonly TierFailure[], code: string): void {
+    if (this.graceExpiredFired || !failures.some((failure) => failure.code === code)) return;
+    this.graceExpiredFired = true;
+    this.callbacks.onGracePeriodExpired?.();
   }
 
   /**
@@ -284,6 +285,10 @@ export class LicenseClient {
    */
   private reconnectingInBackground(): boolean {
     return this.offline && this.lastAttemptTimedOut !== undefined && (this.retryTimer !== undefined || this.retrying);
+  }
+
+  private rememberUnreachable(attempt: { reason: string; timedOut?: true }): void {
+    this.lastAttemptTimedOut = attempt.timedOut ? { reason: attempt.reason } : undefined;
   }
 
   private async validateOnline(save: Save): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string; timedOut?: true }> {
@@ -441,7 +446,7 @@ export class LicenseClient {
         await this.leaveOfflineMode();
         return;
       }
-      this.lastAttemptTimedOut = online.timedOut ? { reason: online.reason } : undefined;
+      this.rememberUnreachable(online);
     } catch {
       // Same as unreachable: try again later.
     } finally {

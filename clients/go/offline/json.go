@@ -153,18 +153,10 @@ func (p *parser) object(depth int) (any, error) {
 			obj.Names = append(obj.Names, key)
 		}
 		obj.Values[key] = v
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, errNotJSON
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if closed, err := p.afterMember('}'); err != nil {
+			return nil, err
+		} else if closed {
 			return obj, nil
-		default:
-			return nil, errNotJSON
 		}
 	}
 }
@@ -184,19 +176,30 @@ func (p *parser) array(depth int) (any, error) {
 			return nil, err
 		}
 		out = append(out, v)
-		p.space()
-		if p.i >= len(p.s) {
-			return nil, errNotJSON
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if closed, err := p.afterMember(']'); err != nil {
+			return nil, err
+		} else if closed {
 			return out, nil
-		default:
-			return nil, errNotJSON
 		}
+	}
+}
+
+// afterMember reads what follows an object member or array element: a comma (more to come)
+// or the closing bracket.
+func (p *parser) afterMember(closer byte) (closed bool, err error) {
+	p.space()
+	if p.i >= len(p.s) {
+		return false, errNotJSON
+	}
+	switch p.s[p.i] {
+	case ',':
+		p.i++
+		return false, nil
+	case closer:
+		p.i++
+		return true, nil
+	default:
+		return false, errNotJSON
 	}
 }
 
