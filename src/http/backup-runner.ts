@@ -27,7 +27,7 @@ export async function restoreWhileServing(
   deps: RouteDependencies,
   reference: string,
   context: OperationContext,
-  options: { keepRevocations?: boolean } = {},
+  options: { keepRevocations?: boolean; force?: boolean } = {},
 ): Promise<RestoreReport> {
   const { restoreBackup } = await import('../lib/backup/restore.js');
   // This request stays in flight; every other one is waited for.
@@ -41,6 +41,7 @@ export async function restoreWhileServing(
       context,
       inDaemon: true,
       keepRevocations: options.keepRevocations,
+      force: options.force,
       beforeSwap: async () => {
         closed = true;
         await deps.state.closeDatabase();

@@ -186,10 +186,15 @@ export const ERROR_TABLE = {
   BACKUP_INVALID: { exit: EXIT.backup, http: 422, hint: 'This file is not a license-server backup, or not a complete one.' },
   BACKUP_CORRUPT: { exit: EXIT.backup, http: 422, hint: 'The file is damaged; use another backup.' },
   BACKUP_UNSUPPORTED: { exit: EXIT.backup, http: 422, hint: 'Restore it with a license-server as new as the one that made it.' },
-  BACKUP_ENGINE_MISMATCH: {
+  BACKUP_NOT_PORTABLE: {
     exit: EXIT.backup,
     http: 422,
-    hint: 'Point database.url (LICENSE_DATABASE_URL) at a database of the engine the backup was made on; cross-engine restore is not supported yet.',
+    hint: 'Correct the named value in the source database and back up again, or restore onto the engine the backup was made on.',
+  },
+  DATABASE_NOT_EMPTY: {
+    exit: EXIT.conflict,
+    http: 409,
+    hint: 'Point database.url at a database of its own for license-server, or pass --force (API: "force": true) to restore beside the other tables.',
   },
   BACKUP_KEY_REQUIRED: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },
   BACKUP_WRONG_KEY: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },

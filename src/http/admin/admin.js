@@ -339,7 +339,11 @@ document.addEventListener('DOMContentLoaded', () => {
           ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`), ...machines.map((m) => `machine ${m.hardware_id}`)].join(', ')}.`
           : '',
       ].join('');
-      return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.${carried}`;
+      const engines = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
+      const moved = report.moved
+        ? ` Moved from ${engines[report.moved.from]} to ${engines[report.moved.to]}: ${Object.values(report.moved.rows).reduce((sum, n) => sum + n, 0)} rows.`
+        : '';
+      return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.${moved}${carried}`;
     });
   });
   $('#copy-key-set').addEventListener('click', async () => {

@@ -102,7 +102,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       scope: 'restore',
       handle: async ({ params, body, actor }) => {
         // A missing confirm is the same refusal as a wrong one: the guard was not given.
-        expectFields(body, [], ['confirm', 'keep_revocations']);
+        expectFields(body, [], ['confirm', 'keep_revocations', 'force']);
         const id = knownId(params.backup_id!);
         if (body.confirm !== id) {
           throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the body must be {"confirm": "<the backup id>"}, naming the backup in the path');
@@ -110,8 +110,11 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         if (body.keep_revocations !== undefined && typeof body.keep_revocations !== 'boolean') {
           throw new LicenseServerError('INVALID_INPUT', '"keep_revocations" must be true or false');
         }
+        if (body.force !== undefined && typeof body.force !== 'boolean') {
+          throw new LicenseServerError('INVALID_INPUT', '"force" must be true or false');
+        }
         const { restoreWhileServing } = await import('../backup-runner.js');
-        const report = await restoreWhileServing(deps, id, context(actor), { keepRevocations: body.keep_revocations });
+        const report = await restoreWhileServing(deps, id, context(actor), { keepRevocations: body.keep_revocations, force: body.force });
         deps.notifier?.emit('backup.restored', { backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id, actor });
         return { json: report };
       },

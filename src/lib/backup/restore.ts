@@ -6,13 +6,15 @@ import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { syncDirectory, syncFile, writeFileDurably } from '../files/durable-write.js';
 import { isPostgresUrl, openDatabase } from '../storage/open.js';
-import type { Database } from '../storage/types.js';
+import type { Database, Engine } from '../storage/types.js';
 import { SCHEMA_VERSION } from '../storage/migrations.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import type { Progress } from './archive.js';
 import { createBackup } from './create.js';
 import { daemonUsing } from './daemon-registry.js';
+import type { ConvertedTables } from './cross-engine/sqlite-to-postgres.js';
 import { acquireBackupLock } from './lock.js';
+import { checkPostgresTarget } from './postgres-target.js';
 import type { Manifest } from './manifest.js';
 import { resolveBackup, type BackupRecord } from './repository.js';
 import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revocations.js';
@@ -26,7 +28,7 @@ export interface RestoreOptions {
   readonly toolVersion: string;
   readonly context: OperationContext;
   readonly directory?: string;
-  readonly onPhase?: (phase: 'validate' | 'safety-backup' | 'restore', totalBytes?: number) => void;
+  readonly onPhase?: (phase: 'validate' | 'convert' | 'safety-backup' | 'restore', totalBytes?: number) => void;
   readonly onProgress?: Progress;
   /** Set by the daemon restoring its own database: it has stopped serving meanwhile. */
   readonly inDaemon?: boolean;
@@ -38,6 +40,16 @@ export interface RestoreOptions {
    * either way.
    */
   readonly keepRevocations?: boolean;
+  /** Restore into a PostgreSQL database that also holds tables that are not ours. */
+  readonly force?: boolean;
+}
+
+/** A backup restored onto the other engine: what was moved where. */
+export interface EngineMove {
+  readonly from: Engine;
+  readonly to: Engine;
+  /** Rows per table as the backup had them, before any migration. */
+  readonly rows: Readonly<Record<string, number>>;
 }
 
 export interface RestoreReport {
@@ -58,6 +70,11 @@ export interface RestoreReport {
    * set the key-encryption key the backup's keys were sealed with).
    */
   readonly signing_key_warning: string | null;
+  /**
+   * Set when the backup was made on the other engine and converted (database.url is left
+   * as it was: a restore never switches engines by itself); null for a same-engine restore.
+   */
+  readonly moved: EngineMove | null;
 }
 
 /**
@@ -82,6 +99,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   let staging: string | undefined;
   try {
     const { file, record } = await resolveBackup(directory, options.reference);
+    if (postgres) await checkPostgresTarget(settings.database.url, { force: options.force });
     options.onPhase?.('validate', (await stat(file)).size);
     await mkdir(stagingParent, { recursive: true, mode: 0o700 });
     // A restore killed earlier left its staging directory; with the lock held it is ours to remove.
@@ -91,11 +109,21 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     staging = await mkdtemp(path.join(stagingParent, '.restore-'));
     const archive = await verifyArchive(file, { key: settings.backup.encryptionKey, extractTo: staging, onProgress: options.onProgress, expected: record });
     const { manifest } = archive;
-    checkCompatible(manifest, postgres ? 'postgres' : 'sqlite');
+    checkCompatible(manifest);
     // The chunk tags and SHA-256 prove these are the very bytes that passed quick_check when
     // the backup was made; quick_check again guards the swap in seconds, where integrity_check
     // takes minutes on a large database (`backup validate` runs the full check).
-    if (!postgres) await checkSqlite(archive.files.get('database/sqlite.db')!, 'quick_check');
+    if (manifest.engine === 'sqlite') await checkSqlite(archive.files.get('database/sqlite.db')!, 'quick_check');
+    const target: Engine = postgres ? 'postgres' : 'sqlite';
+    // A backup of the other engine is converted now, before anything is replaced: a value the
+    // target cannot store stops the restore here, with nothing changed.
+    let converted: ConvertedTables | undefined;
+    let database = archive.files.get(manifest.engine === 'sqlite' ? 'database/sqlite.db' : 'database/postgres.sql')!;
+    if (manifest.engine !== target) {
+      options.onPhase?.('convert');
+      const { convertForEngine } = await import('./cross-engine/convert.js');
+      ({ converted, file: database } = await convertForEngine(manifest.engine, database, staging));
+    }
     const user = options.inDaemon ? undefined : await daemonUsing(settings.database.url);
     if (user) {
       throw new LicenseServerError('DATABASE_IN_USE', `a license-server daemon (${user}) is using the database; stop it or restore through its API`);
@@ -109,10 +137,11 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     const carry = new RevocationCarry(options.keepRevocations ?? true);
     if (postgres) {
       const { restorePostgres } = await import('./postgres-restore.js');
-      await restorePostgres(settings.database.url, archive.files.get('database/postgres.sql')!, carry);
+      await restorePostgres(settings.database.url, database, carry);
     } else {
-      await swapSqlite(settings.database.url, archive.files.get('database/sqlite.db')!, carry);
+      await swapSqlite(settings.database.url, database, carry);
     }
+    const moved = converted ? { from: manifest.engine, to: target, rows: converted.rows } : null;
     const revocations = carry.result;
     const db = await openDatabase(settings.database.url, { keyEncryptionKey: settings.signing.keyEncryptionKey });
     let migratedTo: number;
@@ -124,7 +153,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
           action: 'backup.restored',
           entityType: 'backup',
           entityId: manifest.backup_id,
-          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations },
+          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations, moved },
         }),
       );
       signingKeyWarning = await signingKeyProblem(db);
@@ -143,6 +172,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       replaced_config: replacedConfig,
       revocations,
       signing_key_warning: signingKeyWarning,
+      moved,
     };
   } finally {
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
@@ -163,13 +193,7 @@ async function signingKeyProblem(db: Database): Promise<string | null> {
   }
 }
 
-function checkCompatible(manifest: Manifest, engine: 'sqlite' | 'postgres'): void {
-  if (manifest.engine !== engine) {
-    throw new LicenseServerError(
-      'BACKUP_ENGINE_MISMATCH',
-      `the backup is of a ${ENGINE_NAMES[manifest.engine]} database and database.url is a ${ENGINE_NAMES[engine]} database; cross-engine restore is not supported, point database.url at a ${ENGINE_NAMES[manifest.engine]} database`,
-    );
-  }
+function checkCompatible(manifest: Manifest): void {
   if (manifest.schema_version > SCHEMA_VERSION) {
     throw new LicenseServerError(
       'BACKUP_UNSUPPORTED',
@@ -177,8 +201,6 @@ function checkCompatible(manifest: Manifest, engine: 'sqlite' | 'postgres'): voi
     );
   }
 }
-
-const ENGINE_NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
 
 async function preRestoreBackup(options: RestoreOptions, directory: string): Promise<BackupRecord | undefined> {
   const url = options.config.settings.database.url;

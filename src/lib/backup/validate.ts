@@ -25,13 +25,17 @@ export interface BackupValidation {
 /**
  * The thorough check of one backup: every chunk's tag, the gzip stream, the manifest, every
  * entry's checksum, and the database itself (SQLite integrity_check on the extracted
- * snapshot; PostgreSQL: a load into a scratch database that is dropped afterwards).
+ * snapshot; PostgreSQL: a load into a scratch database that is dropped afterwards, or on a
+ * SQLite host a conversion into a scratch SQLite file).
  */
 export async function validateBackup(options: {
   directory: string;
   reference: string;
   key?: Buffer;
-  /** PostgreSQL server to load a dump into, for a postgres backup. */
+  /**
+   * PostgreSQL server to load a dump into, for a postgres backup; without one the dump is
+   * converted into a scratch SQLite file instead.
+   */
   scratchDatabaseUrl?: string;
   onProgress?: Progress;
 }): Promise<BackupValidation> {
@@ -54,16 +58,21 @@ export async function validateBackup(options: {
       }
       checks.push({ check: 'database', detail: `SQLite integrity_check ok, schema ${version}` });
     } else {
-      const { loadDumpIntoScratch } = await import('./postgres-restore.js');
-      if (!options.scratchDatabaseUrl) {
-        throw new LicenseServerError(
-          'BACKUP_ENGINE_MISMATCH',
-          'the backup is of a PostgreSQL database, which is validated by loading it into a scratch PostgreSQL database, and database.url is a SQLite database; validate it where database.url is PostgreSQL',
-          { hint: 'Run backup validate with LICENSE_DATABASE_URL set to a PostgreSQL server where a scratch database may be created.' },
-        );
+      const dump = archive.files.get('database/postgres.sql')!;
+      if (options.scratchDatabaseUrl) {
+        const { loadDumpIntoScratch } = await import('./postgres-restore.js');
+        const rows = await loadDumpIntoScratch(options.scratchDatabaseUrl, dump);
+        checks.push({ check: 'database', detail: `loaded into a scratch database (${rows} rows), dropped again` });
+      } else {
+        // Without a PostgreSQL server at hand, the dump is checked the way a restore onto this
+        // SQLite host would use it: converted into a scratch SQLite file, which is then checked.
+        const { buildSqliteFromPostgresDump } = await import('./cross-engine/postgres-to-sqlite.js');
+        const scratch = path.join(work, 'converted-sqlite.db');
+        const { rows } = await buildSqliteFromPostgresDump(dump, scratch);
+        await checkSqlite(scratch, 'integrity_check');
+        const total = Object.values(rows).reduce((sum, n) => sum + n, 0);
+        checks.push({ check: 'database', detail: `converted into a scratch SQLite database (${total} rows), integrity_check ok, removed again` });
       }
-      const rows = await loadDumpIntoScratch(options.scratchDatabaseUrl, archive.files.get('database/postgres.sql')!);
-      checks.push({ check: 'database', detail: `loaded into a scratch database (${rows} rows), dropped again` });
     }
     return {
       backup_id: manifest.backup_id,
