@@ -76,16 +76,38 @@ function textOf(value: unknown): string {
   return text;
 }
 
+/** Where the first malformed sequence starts (Unicode 15, table 3-7), 1-based. */
 function invalidUtf8At(bytes: Buffer): string {
-  for (let end = 1; end <= bytes.length; end += 1) {
-    try {
-      strictUtf8.decode(bytes.subarray(0, end), { stream: true });
-    } catch {
-      return `byte ${end}`;
+  for (let i = 0; i < bytes.length; ) {
+    const lead = bytes[i]!;
+    if (lead < 0x80) {
+      i += 1;
+      continue;
     }
+    const shape = UTF8_SEQUENCES.find(([from, to]) => lead >= from && lead <= to);
+    if (!shape) return `byte ${i + 1}`;
+    const [, , second, length] = shape;
+    for (let k = 1; k < length; k += 1) {
+      if (i + k >= bytes.length) return 'it ends inside a character';
+      const [low, high] = k === 1 ? second : [0x80, 0xbf];
+      if (bytes[i + k]! < low || bytes[i + k]! > high) return `byte ${i + 1}`;
+    }
+    i += length;
   }
-  return 'it ends inside a character';
+  return 'unknown position';
 }
+
+// Lead byte range, the allowed range of the byte after it, and the sequence length.
+const UTF8_SEQUENCES: ReadonlyArray<readonly [number, number, readonly [number, number], number]> = [
+  [0xc2, 0xdf, [0x80, 0xbf], 2],
+  [0xe0, 0xe0, [0xa0, 0xbf], 3],
+  [0xe1, 0xec, [0x80, 0xbf], 3],
+  [0xed, 0xed, [0x80, 0x9f], 3],
+  [0xee, 0xef, [0x80, 0xbf], 3],
+  [0xf0, 0xf0, [0x90, 0xbf], 4],
+  [0xf1, 0xf3, [0x80, 0xbf], 4],
+  [0xf4, 0xf4, [0x80, 0x8f], 4],
+];
 
 function timestampOf(text: string): string {
   if (CANONICAL_ISO.test(text)) return text;
