@@ -33,9 +33,11 @@ export async function sanitizedConfigFile(file: string): Promise<Buffer> {
  * file it replaces (they were never in the backup), and its database URL when the backup's
  * had a redacted password. A redacted URL this host cannot fill in is dropped: it could
  * never connect, and without it database.url comes from the environment or the default.
- * With nothing to put back, the restored file is written byte for byte.
+ * With `keepDatabaseUrl` (a backup moved to the other engine) database.url stays what this
+ * host's file says, or absent when it says nothing: a restore never switches engines by
+ * itself. With nothing to put back, the restored file is written byte for byte.
  */
-export async function mergeRestoredConfig(restored: Buffer, current: string | undefined): Promise<Buffer> {
+export async function mergeRestoredConfig(restored: Buffer, current: string | undefined, options: { keepDatabaseUrl?: boolean } = {}): Promise<Buffer> {
   const doc = await parse(restored.toString('utf8'));
   const existing = await parse(current ?? '');
   let changed = false;
@@ -47,7 +49,17 @@ export async function mergeRestoredConfig(restored: Buffer, current: string | un
     }
   }
   const url = doc.getIn(DATABASE_URL);
-  if (typeof url === 'string' && isRedacted(url)) {
+  if (options.keepDatabaseUrl) {
+    const own = existing.getIn(DATABASE_URL);
+    if (typeof own === 'string') {
+      if (own !== url) {
+        await setPath(doc, DATABASE_URL, own);
+        changed = true;
+      }
+    } else if (await deletePath(doc, DATABASE_URL)) {
+      changed = true;
+    }
+  } else if (typeof url === 'string' && isRedacted(url)) {
     const own = existing.getIn(DATABASE_URL);
     if (typeof own === 'string') doc.setIn(DATABASE_URL, own);
     else await deletePath(doc, DATABASE_URL);

@@ -55,6 +55,18 @@ describe('the configuration file in a backup', () => {
     });
   }
 
+  it('keeps this host\'s database.url when the backup moved to the other engine, and has none when this host set none', async () => {
+    const restored = '# from the SQLite host\ndatabase:\n  url: ./data/license-server.db # the old store\nissuer: acme\n';
+    const postgres = 'database:\n  url: postgres://license@db.internal:5432/license\n';
+    const kept = parse((await mergeRestoredConfig(Buffer.from(restored), postgres, { keepDatabaseUrl: true })).toString('utf8'));
+    assert.deepEqual(kept, { database: { url: 'postgres://license@db.internal:5432/license' }, issuer: 'acme' });
+    const none = parse((await mergeRestoredConfig(Buffer.from(restored), 'issuer: here\n', { keepDatabaseUrl: true })).toString('utf8'));
+    assert.equal(none.database?.url, undefined, 'the environment or the default decides, as before the restore');
+    assert.equal(none.issuer, 'acme');
+    // A same-engine restore brings the backup's database.url back, as it always did.
+    assert.equal(parse((await mergeRestoredConfig(Buffer.from(restored), postgres)).toString('utf8')).database.url, './data/license-server.db');
+  });
+
   it('leaves the secrets out and keeps the comments and the other sections', async () => {
     const text = [
       '# production settings',
