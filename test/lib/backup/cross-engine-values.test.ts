@@ -32,8 +32,9 @@ describe('values moved between engines', () => {
     assert.equal(sqliteToCopyField('boolean', 0n), 'f');
     assert.equal(sqliteToCopyField('integer', 9223372036854775807n), '9223372036854775807');
     assert.equal(sqliteToCopyField('bytes', Buffer.from([0, 0x5c, 0x0a, 0xff])), '\\\\x005c0aff');
-    assert.equal(sqliteToCopyField('timestamp', Buffer.from('2026-11-23T10:15:00.123Z')), '2026-11-23T10:15:00.123Z');
-    assert.equal(sqliteToCopyField('timestamp', Buffer.from('2026-11-23 12:15:00+02:00')), '2026-11-23T10:15:00.000Z');
+    assert.equal(sqliteToCopyField('timestamp', '2026-11-23T10:15:00.123Z'), '2026-11-23 10:15:00.123+00');
+    assert.equal(sqliteToCopyField('timestamp', Buffer.from('2026-11-23 12:15:00+02:00')), '2026-11-23 10:15:00.000+00');
+    assert.equal(sqliteToCopyField('text', 'a real \uFFFD stays'), 'a real \uFFFD stays');
     assert.equal(sqliteToCopyField('json', Buffer.from('{"a":"\\u00e9\\n"}')), '{"a":"\\\\u00e9\\\\n"}');
     assert.equal(sqliteToCopyField('uuid', Buffer.from('0B6C4F8E-3A1D-4E8E-9C2B-5F0D7A1E2C3B')), '0B6C4F8E-3A1D-4E8E-9C2B-5F0D7A1E2C3B');
   });

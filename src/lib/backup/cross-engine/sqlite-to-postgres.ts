@@ -1,7 +1,7 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
 import { LicenseServerError } from '../../errors.js';
-import { columnKind, type ColumnKind } from '../../storage/column-kinds.js';
+import { columnKind } from '../../storage/column-kinds.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, TABLES } from '../../storage/migrations.js';
 import { loadSqliteDriver } from '../../storage/sqlite-driver.js';
 import { rowName } from './row-name.js';
@@ -51,8 +51,11 @@ export async function writePostgresDumpOfSqlite(sqliteFile: string, target: stri
         if (!kind) throw new LicenseServerError('BACKUP_UNSUPPORTED', `the backup's table ${table.name} has a column ${column.name} that this license-server does not know`);
         return { name: column.name, kind, pk: column.pk };
       });
-      const select = columns.map((column) => (TEXT_KINDS.has(column.kind) ? `CAST("${column.name}" AS BLOB)` : `"${column.name}"`)).join(', ');
-      const statement = source.prepare(`SELECT ${select} FROM ${table.name} ORDER BY rowid`).raw(true).safeIntegers(true);
+      const statement = source.prepare(`SELECT ${columns.map((column) => `"${column.name}"`).join(', ')}, rowid FROM ${table.name} ORDER BY rowid`).raw(true).safeIntegers(true);
+      // The driver reads text as UTF-8 and puts U+FFFD where the bytes are not; only then are
+      // the bytes themselves fetched, to tell a real U+FFFD from bytes PostgreSQL would refuse.
+      // (Reading every text value as bytes costs four times as long.)
+      const bytesOf = (column: string, rowid: unknown) => source.prepare(`SELECT CAST("${column}" AS BLOB) FROM ${table.name} WHERE rowid = ?`).pluck().get(rowid);
       await write(out, `COPY ${table.name} (${columns.map((column) => `"${column.name}"`).join(', ')}) FROM stdin;\n`);
       let count = 0;
       let chunk = '';
@@ -60,7 +63,9 @@ export async function writePostgresDumpOfSqlite(sqliteFile: string, target: stri
         const fields = new Array<string>(columns.length);
         for (let i = 0; i < columns.length; i += 1) {
           try {
-            fields[i] = sqliteToCopyField(columns[i]!.kind, row[i]);
+            const value = row[i];
+            const text = typeof value === 'string' && value.includes('\uFFFD') ? bytesOf(columns[i]!.name, row[columns.length]) : value;
+            fields[i] = sqliteToCopyField(columns[i]!.kind, text);
           } catch (error) {
             if (!(error instanceof ValueRefused)) throw error;
             throw new LicenseServerError(
@@ -91,7 +96,6 @@ export async function writePostgresDumpOfSqlite(sqliteFile: string, target: stri
   }
 }
 
-const TEXT_KINDS = new Set<ColumnKind>(['text', 'uuid', 'timestamp', 'json']);
 const CHUNK = 1024 * 1024;
 
 function write(out: WriteStream, text: string): Promise<void> {
