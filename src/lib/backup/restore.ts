@@ -161,7 +161,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       await db.close();
     }
     const replacedConfig = archive.files.has('config/config.yaml')
-      ? await restoreConfigFile(config, archive.files.get('config/config.yaml')!, now(context), { keepDatabaseUrl: moved !== null })
+      ? await restoreConfigFile(config, archive.files.get('config/config.yaml')!, now(context))
       : null;
     return {
       backup_id: manifest.backup_id,
@@ -277,7 +277,7 @@ function sqliteQueryable(db: import('better-sqlite3').Database): Queryable {
   };
 }
 
-async function restoreConfigFile(config: ResolvedConfig, restored: string, at: Date, options: { keepDatabaseUrl: boolean }): Promise<string> {
+async function restoreConfigFile(config: ResolvedConfig, restored: string, at: Date): Promise<string> {
   const target = config.configFile ?? path.join(config.settings.dataDir, 'config.yaml');
   let current: string | undefined;
   try {
@@ -287,6 +287,6 @@ async function restoreConfigFile(config: ResolvedConfig, restored: string, at: D
   }
   const kept = `${target}.replaced-${at.toISOString().replace(/[-:.]/g, '')}`;
   if (current !== undefined) await writeFileDurably(kept, current, { mode: 0o600 });
-  await writeFileDurably(target, await mergeRestoredConfig(await readFile(restored), current, options), { overwrite: true, mode: 0o600 });
+  await writeFileDurably(target, await mergeRestoredConfig(await readFile(restored), current), { overwrite: true, mode: 0o600 });
   return current !== undefined ? kept : target;
 }

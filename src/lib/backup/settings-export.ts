@@ -30,14 +30,14 @@ export async function sanitizedConfigFile(file: string): Promise<Buffer> {
 
 /**
  * A restored config.yaml keeps this host's secrets: the backup key and admin token of the
- * file it replaces (they were never in the backup), and its database URL when the backup's
- * had a redacted password. A redacted URL this host cannot fill in is dropped: it could
- * never connect, and without it database.url comes from the environment or the default.
- * With `keepDatabaseUrl` (a backup moved to the other engine) database.url stays what this
- * host's file says, or absent when it says nothing: a restore never switches engines by
- * itself. With nothing to put back, the restored file is written byte for byte.
+ * file it replaces (they were never in the backup), and this host's database.url. The
+ * restore wrote the data where that URL points, so the backed-up host's URL (another
+ * database, the other engine's, or a redacted one that could never connect) must not replace
+ * it; when the replaced file named none, the restored one names none either, and
+ * database.url keeps coming from the environment or the default. With nothing to put back,
+ * the restored file is written byte for byte.
  */
-export async function mergeRestoredConfig(restored: Buffer, current: string | undefined, options: { keepDatabaseUrl?: boolean } = {}): Promise<Buffer> {
+export async function mergeRestoredConfig(restored: Buffer, current: string | undefined): Promise<Buffer> {
   const doc = await parse(restored.toString('utf8'));
   const existing = await parse(current ?? '');
   let changed = false;
@@ -49,20 +49,14 @@ export async function mergeRestoredConfig(restored: Buffer, current: string | un
     }
   }
   const url = doc.getIn(DATABASE_URL);
-  if (options.keepDatabaseUrl) {
-    const own = existing.getIn(DATABASE_URL);
-    if (typeof own === 'string') {
-      if (own !== url) {
-        await setPath(doc, DATABASE_URL, own);
-        changed = true;
-      }
-    } else if (await deletePath(doc, DATABASE_URL)) {
+  const own = existing.getIn(DATABASE_URL);
+  if (typeof own === 'string') {
+    if (url !== own) {
+      doc.setIn(DATABASE_URL, own);
       changed = true;
     }
-  } else if (typeof url === 'string' && isRedacted(url)) {
-    const own = existing.getIn(DATABASE_URL);
-    if (typeof own === 'string') doc.setIn(DATABASE_URL, own);
-    else await deletePath(doc, DATABASE_URL);
+  } else if (doc.hasIn(DATABASE_URL)) {
+    await deletePath(doc, DATABASE_URL);
     changed = true;
   }
   return changed ? Buffer.from(doc.toString(), 'utf8') : restored;
@@ -71,11 +65,6 @@ export async function mergeRestoredConfig(restored: Buffer, current: string | un
 async function parse(text: string): Promise<Document> {
   const { parseDocument } = await import('yaml');
   return parseDocument(text);
-}
-
-/** What redactDatabaseUrl leaves in place of a password. */
-function isRedacted(url: string): boolean {
-  return url.includes(':***@') || /[?&]password=\*\*\*(&|$)/.test(url);
 }
 
 /**

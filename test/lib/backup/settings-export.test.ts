@@ -55,18 +55,6 @@ describe('the configuration file in a backup', () => {
     });
   }
 
-  it('keeps this host\'s database.url when the backup moved to the other engine, and has none when this host set none', async () => {
-    const restored = '# from the SQLite host\ndatabase:\n  url: ./data/license-server.db # the old store\nissuer: acme\n';
-    const postgres = 'database:\n  url: postgres://license@db.internal:5432/license\n';
-    const kept = parse((await mergeRestoredConfig(Buffer.from(restored), postgres, { keepDatabaseUrl: true })).toString('utf8'));
-    assert.deepEqual(kept, { database: { url: 'postgres://license@db.internal:5432/license' }, issuer: 'acme' });
-    const none = parse((await mergeRestoredConfig(Buffer.from(restored), 'issuer: here\n', { keepDatabaseUrl: true })).toString('utf8'));
-    assert.equal(none.database?.url, undefined, 'the environment or the default decides, as before the restore');
-    assert.equal(none.issuer, 'acme');
-    // A same-engine restore brings the backup's database.url back, as it always did.
-    assert.equal(parse((await mergeRestoredConfig(Buffer.from(restored), postgres)).toString('utf8')).database.url, './data/license-server.db');
-  });
-
   it('leaves the secrets out and keeps the comments and the other sections', async () => {
     const text = [
       '# production settings',
@@ -101,5 +89,20 @@ describe('the configuration file in a backup', () => {
     const queryForm = 'database:\n  url: postgres://db.internal/licenses?user=app&password=***\n';
     const mergedQuery = parse((await mergeRestoredConfig(Buffer.from(queryForm), 'database:\n  url: postgres://db.internal/licenses?user=app&password=pw\n')).toString('utf8'));
     assert.equal(mergedQuery.database.url, 'postgres://db.internal/licenses?user=app&password=pw');
+  });
+
+  it('keeps this host\'s database.url, or none, whatever URL the backed-up host\'s file named', async () => {
+    // A SQLite host's file restored on a PostgreSQL host: the data went into PostgreSQL, and
+    // the next start must find it there, not in a new, empty SQLite file.
+    const fromSqliteHost = '# the old host\ndatabase:\n  url: /var/lib/license-server/license-server.db\nissuer: acme\n';
+    const onPostgresHost = parse((await mergeRestoredConfig(Buffer.from(fromSqliteHost), 'database:\n  url: postgres://app:pw@db.internal/licenses\n')).toString('utf8'));
+    assert.deepEqual(onPostgresHost, { database: { url: 'postgres://app:pw@db.internal/licenses' }, issuer: 'acme' });
+    // The file named no URL on the old host: this host's still holds.
+    const withoutUrl = parse((await mergeRestoredConfig(Buffer.from('issuer: acme\n'), 'database:\n  url: postgres://db.internal/licenses\n')).toString('utf8'));
+    assert.deepEqual(withoutUrl, { database: { url: 'postgres://db.internal/licenses' }, issuer: 'acme' });
+    // This host's URL comes from the environment (its file names none): the restored file names none either.
+    const fromEnvironment = parse((await mergeRestoredConfig(Buffer.from('database:\n  url: postgres://old-db/licenses\nissuer: acme\n'), 'issuer: here\n')).toString('utf8'));
+    assert.equal(fromEnvironment.database?.url, undefined);
+    assert.equal(fromEnvironment.issuer, 'acme');
   });
 });
