@@ -61,7 +61,7 @@ describe('backup restore across engines', () => {
   const rowCounts = (rows: Snapshot) => Object.fromEntries(TABLES.map((table) => [table.name, rows[table.name]!.length]));
 
   /** After a restore, the store takes new rows: its audit ids go on after the restored ones. */
-  async function keepsWorking(env: Record<string, string>): Promise<void> {
+  async function keepsWorking(env: Record<string, string> & { LICENSE_DATABASE_URL: string }): Promise<void> {
     const before = Math.max(...auditRows(await snapshotTables(env.LICENSE_DATABASE_URL)).map((entry) => entry.id));
     ok(await runCli(['customer', 'create', '--name', 'After the move'], { env }));
     const entries = auditRows(await snapshotTables(env.LICENSE_DATABASE_URL));

@@ -10,6 +10,8 @@ import { ok, runCli } from '../support/cli.js';
 import { ADMIN_URL, createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
 import { differenceFrom, snapshotTables, type Snapshot } from '../support/tables.js';
 
+type Env = Record<string, string> & { LICENSE_DATABASE_URL: string; LICENSE_BACKUP_PATH: string };
+
 async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -28,8 +30,8 @@ async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T
 describe('cross-engine restore: bad input', function () {
   this.timeout(60_000);
   let work: string;
-  let source: Record<string, string>;
-  let target: Record<string, string>;
+  let source: Env;
+  let target: Env;
   let targetUrl: string;
   let ids: { customer: string; license: string; audit: number };
   let untouched: Snapshot;
@@ -123,7 +125,7 @@ describe('cross-engine restore: bad input', function () {
       await onDatabase(pgSource.LICENSE_DATABASE_URL, (client) => client.query("UPDATE licenses SET valid_until = '12024-01-01T00:00:00Z' WHERE id = $1", [license.id]));
       const file = path.join(pgSource.LICENSE_BACKUP_PATH, ok(await runCli(['backup', 'create', '--json'], { env: pgSource })).json().file);
 
-      const existing = { ...source, LICENSE_BACKUP_PATH: path.join(work, 'sqlite-target-backups') };
+      const existing: Env = { ...source, LICENSE_BACKUP_PATH: path.join(work, 'sqlite-target-backups') };
       const bytes = readFileSync(existing.LICENSE_DATABASE_URL);
       const result = await runCli(['backup', 'restore', file, '--yes'], { env: existing });
       assert.equal(result.code, 13, result.stderr);
