@@ -167,6 +167,35 @@ describe('cross-engine restore: bad input', function () {
     }
   });
 
+  it('refuses, --force or not, a PostgreSQL database where views or foreign keys depend on license-server\'s tables (a restore would drop them)', async () => {
+    const file = path.join(source.LICENSE_BACKUP_PATH, (await listBackups(source.LICENSE_BACKUP_PATH))[0]!.file);
+    // In a schema of its own the view is no table of license-server's schema: only its dependency shows.
+    await onDatabase(targetUrl, (client) => client.query('CREATE SCHEMA reports; CREATE VIEW reports.active_customers AS SELECT id, name FROM customers'));
+    try {
+      const rows = await snapshotTables(targetUrl);
+      const backupsBefore = await listBackups(target.LICENSE_BACKUP_PATH);
+      const plain = await runCli(['backup', 'restore', file, '--yes'], { env: target });
+      assert.equal(plain.code, 5, plain.stderr);
+      assert.match(plain.stderr, /has objects that depend on license-server's tables \(view reports\.active_customers\), which a restore would drop with them; nothing was changed \(DATABASE_NOT_EMPTY\)$/m);
+
+      await onDatabase(targetUrl, (client) => client.query('CREATE TABLE invoices (id integer PRIMARY KEY, customer_id uuid REFERENCES customers (id))'));
+      const forced = await runCli(['backup', 'restore', file, '--yes', '--force'], { env: target });
+      assert.equal(forced.code, 5, forced.stderr);
+      assert.match(forced.stderr, /\(foreign key invoices_customer_id_fkey of public\.invoices, view reports\.active_customers\)/);
+      assert.match(forced.stderr, /^Try: .*--force does not cover them/m);
+
+      assert.deepEqual(await snapshotTables(targetUrl), rows, 'nothing was changed');
+      assert.deepEqual(await listBackups(target.LICENSE_BACKUP_PATH), backupsBefore, 'no pre-restore backup was taken');
+      const still = await onDatabase(targetUrl, async (client) => ({
+        view: (await client.query('SELECT count(*)::int AS n FROM reports.active_customers')).rows[0].n,
+        keys: (await client.query("SELECT count(*)::int AS n FROM pg_constraint WHERE conname = 'invoices_customer_id_fkey'")).rows[0].n,
+      }));
+      assert.deepEqual(still, { view: rows.customers!.length, keys: 1 }, 'the view and the foreign key are still there');
+    } finally {
+      await onDatabase(targetUrl, (client) => client.query('DROP SCHEMA reports CASCADE; DROP TABLE IF EXISTS invoices'));
+    }
+  });
+
   it('refuses a PostgreSQL database that does not exist (exit 7, DATABASE_NOT_FOUND) with the createdb command, and creates none', async () => {
     const name = `license_test_missing_${randomBytes(4).toString('hex')}`;
     const url = new URL(ADMIN_URL);
