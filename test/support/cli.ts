@@ -66,3 +66,27 @@ export function killedAfter(args: string[], env: Record<string, string>, afterMs
     });
   });
 }
+
+/**
+ * Starts the CLI and SIGKILLs it as soon as `moment()` holds (checked every few
+ * milliseconds), to land a kill in one phase whatever the machine's speed; resolves with
+ * the exit code and whether the moment came before the process ended on its own.
+ */
+export function killedWhen(args: string[], env: Record<string, string>, moment: () => boolean): Promise<{ code: number | null; hit: boolean }> {
+  return new Promise((resolve) => {
+    const clean: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('LICENSE_')) clean[k] = v;
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: 'ignore' });
+    let hit = false;
+    const timer = setInterval(() => {
+      if (!hit && moment()) {
+        hit = true;
+        child.kill('SIGKILL');
+      }
+    }, 2);
+    child.on('exit', (code) => {
+      clearInterval(timer);
+      resolve({ code, hit });
+    });
+  });
+}

@@ -11,8 +11,13 @@ export function rowName(columns: ReadonlyArray<{ readonly name: string; readonly
   return `row ${keys.map((key) => `${key.name} ${shown(row[key.index])}`).join(', ')}`;
 }
 
+// Row ids are UUIDs, which describe() takes for a key or token (they have its shape) and
+// hides; an id is no secret, and without it the operator cannot find the row to correct.
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 function shown(value: unknown): string {
-  if (Buffer.isBuffer(value)) return describe(value.toString('utf8'));
-  if (typeof value === 'bigint') return value.toString();
-  return describe(value);
+  const text = Buffer.isBuffer(value) ? value.toString('utf8') : value;
+  if (typeof text === 'string' && UUID.test(text)) return text;
+  if (typeof text === 'bigint') return text.toString();
+  return describe(text);
 }
