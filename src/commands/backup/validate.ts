@@ -7,7 +7,7 @@ import type { BackupValidation } from '../../lib/backup/validate.js';
 
 export default class BackupValidate extends BaseCommand<typeof BackupValidate> {
   static override description = `Check one backup thoroughly: every chunk, every checksum, the manifest, and the database itself.
-SQLite: integrity_check of the extracted snapshot. PostgreSQL: a load into a scratch database that is dropped afterwards. Exit 0 only when every check passes.`;
+SQLite: integrity_check of the extracted snapshot. PostgreSQL: a load into a scratch database that is dropped afterwards, or, where database.url is SQLite, a conversion into a scratch SQLite file (as a restore onto this host would make) and its integrity_check. Exit 0 only when every check passes.`;
   static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file.', required: true }) };
   static override flags = { path: Flags.string({ description: 'Backup directory (default: backup.path).' }) };
 
