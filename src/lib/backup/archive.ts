@@ -29,6 +29,8 @@ export interface ArchiveEntry {
   readonly name: EntryName;
   /** A file on disk, streamed into the archive... */
   readonly path?: string;
+  /** ...or several files whose contents, one after the other, are the entry... */
+  readonly parts?: readonly string[];
   /** ...or bytes held in memory (small entries only). */
   readonly data?: Buffer;
   readonly size: number;
@@ -71,8 +73,8 @@ export async function writeArchive(
         if (entry.data) {
           sink.end(entry.data);
         } else {
-          const source = createReadStream(entry.path!, { highWaterMark: 1024 * 1024 });
-          source.on('data', (chunk) => options.onProgress?.(chunk.length));
+          const source = Readable.from(readFiles(entry.parts ?? [entry.path!]), { objectMode: false });
+          source.on('data', (chunk: Buffer) => options.onProgress?.(chunk.length));
           source.on('error', reject);
           source.pipe(sink as unknown as Writable);
         }
@@ -88,6 +90,10 @@ export async function writeArchive(
   stages.push(counter, createWriteStream(target, { mode: 0o600 }));
   await Promise.all([pipeline(stages as unknown as [Readable, Writable]), feeding]);
   return { size, sha256: hash.digest('hex') };
+}
+
+async function* readFiles(files: readonly string[]): AsyncGenerator<Buffer> {
+  for (const file of files) yield* createReadStream(file, { highWaterMark: 1024 * 1024 });
 }
 
 export interface ReadOptions {

@@ -10,7 +10,7 @@ import { syncDirectory, syncFile } from '../files/durable-write.js';
 import { describeFsError } from '../fs-errors.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
-import { digestFile, writeArchive, type ArchiveEntry, type EntryName, type Progress } from './archive.js';
+import { digestFile, writeArchive, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
 import { acquireBackupLock } from './lock.js';
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './manifest.js';
 import { archiveName, recordFrom, writeIndex, type BackupRecord } from './repository.js';
@@ -63,6 +63,8 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
   try {
     options.onPhase?.('snapshot');
     const entries: ArchiveEntry[] = [];
+    // The PostgreSQL dump's digest is computed as it is written; the rest are read once more here.
+    const digests = new Map<EntryName, FileDigest>();
     const addFile = async (name: EntryName, file: string) => entries.push({ name, path: file, size: (await stat(file)).size });
     const addData = (name: EntryName, data: Buffer) => entries.push({ name, data, size: data.length });
     if (db.engine === 'sqlite') {
@@ -71,19 +73,19 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       await addFile('database/sqlite.db', snapshot);
     } else {
       const { dumpPostgres } = await import('./postgres-dump.js');
-      const dump = path.join(work, 'postgres.sql');
-      await dumpPostgres(config.settings.database.url, dump);
-      await addFile('database/postgres.sql', dump);
+      const dump = await dumpPostgres(config.settings.database.url, work);
+      entries.push({ name: 'database/postgres.sql', parts: dump.files, size: dump.size });
+      digests.set('database/postgres.sql', { size: dump.size, sha256: dump.sha256 });
     }
     if (config.configFile) addData('config/config.yaml', await sanitizedConfigFile(config.configFile));
     const nonSecret = displayEntries(config).filter((_, i) => !config.entries[i]!.secret);
     addData('config/effective.json', Buffer.from(`${JSON.stringify(nonSecret, null, 2)}\n`));
     addData('notifications.json', await exportNotifications(db));
 
-    const digests = [];
+    const listed = [];
     for (const entry of entries) {
-      const digest = entry.data ? await digestOfBuffer(entry.data) : await digestFile(entry.path!);
-      digests.push({ name: entry.name, ...digest });
+      const digest = digests.get(entry.name) ?? (entry.data ? digestOfBuffer(entry.data) : await digestFile(entry.path!));
+      listed.push({ name: entry.name, ...digest });
     }
     const manifest: Manifest = {
       format: BACKUP_FORMAT,
@@ -94,7 +96,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       engine: db.engine,
       schema_version: await currentVersion(db),
       trigger: options.trigger,
-      entries: digests,
+      entries: listed,
     };
     const manifestBytes = Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`, 'utf8');
     const all: ArchiveEntry[] = [{ name: 'manifest.json', data: manifestBytes, size: manifestBytes.length }, ...entries];
@@ -114,9 +116,11 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     options.onPhase?.('verify', written.size);
     const archive = path.join(directory, finalName);
     try {
-      await verifyArchive(archive, { key, onProgress: options.onProgress });
-      const reread = await digestFile(archive);
-      if (reread.sha256 !== written.sha256) throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the file read back differs from what was written');
+      // The whole file is hashed in the same read as the checks.
+      const reread = (await verifyArchive(archive, { key, onProgress: options.onProgress, hashFile: true })).digest;
+      if (reread.size !== written.size || reread.sha256 !== written.sha256) {
+        throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the file read back differs from what was written');
+      }
     } catch (error) {
       await rm(archive, { force: true });
       throw error;
@@ -139,6 +143,6 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
   }
 }
 
-function digestOfBuffer(data: Buffer) {
+function digestOfBuffer(data: Buffer): FileDigest {
   return { size: data.length, sha256: createHash('sha256').update(data).digest('hex') };
 }

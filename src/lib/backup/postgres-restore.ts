@@ -1,13 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { Writable } from 'node:stream';
-import { finished } from 'node:stream/promises';
 import pg from 'pg';
-import copy from 'pg-copy-streams';
 import { LicenseServerError } from '../errors.js';
 import { TABLES } from '../storage/migrations.js';
 import { toNumberedPlaceholders } from '../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
+import { loadDump } from './postgres-load.js';
 import { CARRIED_TABLES, type RevocationCarry } from './revocations.js';
 
 /**
@@ -80,83 +77,9 @@ export async function loadDumpIntoScratch(url: string, dumpFile: string): Promis
   }
 }
 
-/**
- * Runs a dump written by dumpPostgres: statements end with `;` at the end of a line; a
- * `COPY ... FROM stdin;` statement is followed by its rows up to a line `\.`. Rows are sent
- * to the server in the large slices they were read in, not line by line. CREATE INDEX
- * statements are held back until the rows are in: building an index once is much cheaper
- * than growing it row by row, and the result is the same.
- */
+/** Runs a dump written by dumpPostgres, of either layout, inside the caller's transaction (postgres-load.ts). */
 async function executeDump(client: pg.Client, dumpFile: string): Promise<void> {
-  const deferred: string[] = [];
-  let text = '';
-  let copying: (Writable & { done: Promise<void> }) | undefined;
-  const TERMINATOR = '\n\\.\n';
-  const runStatement = async (statement: string) => {
-    if (/^CREATE (UNIQUE )?INDEX /i.test(statement)) {
-      deferred.push(statement);
-    } else if (/^COPY [\s\S]+ FROM stdin;$/.test(statement)) {
-      const stream = client.query(copy.from(statement.slice(0, -1)));
-      copying = Object.assign(stream, { done: finished(stream) });
-      // A COPY that fails settles `done`; keep the rejection from going unhandled meanwhile.
-      copying.done.catch(() => undefined);
-    } else {
-      await client.query(statement);
-    }
-  };
-  const write = async (data: string) => {
-    if (data && !copying!.write(data)) await new Promise<void>((resolve) => copying!.once('drain', () => resolve()));
-  };
-  for await (const chunk of createReadStream(dumpFile, { encoding: 'utf8', highWaterMark: 1024 * 1024 })) {
-    text += chunk as string;
-    for (;;) {
-      if (copying) {
-        const at = endOfRows(text);
-        if (at === -1) {
-          // Keep what could be the start of a terminator split across two reads.
-          const keep = Math.min(text.length, TERMINATOR.length - 1);
-          await write(text.slice(0, text.length - keep));
-          text = text.slice(text.length - keep);
-          break;
-        }
-        await write(text.slice(0, at));
-        text = text.slice(at + '\\.\n'.length);
-        copying.end();
-        await copying.done;
-        copying = undefined;
-        continue;
-      }
-      // Statement mode: whole lines up to one that ends with a semicolon.
-      const end = findStatementEnd(text);
-      if (end === -1) break;
-      const statement = text.slice(0, end).split('\n').filter((line) => !line.startsWith('--')).join('\n').trim();
-      text = text.slice(end + 1);
-      if (statement) await runStatement(statement);
-    }
-  }
-  if (copying) throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the PostgreSQL dump ends inside a COPY block');
-  const rest = text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('--')).join('\n').trim();
-  if (rest) await runStatement(rest);
-  for (const statement of deferred) await client.query(statement);
-}
-
-/** Where the rows of a COPY block end (the `\.` line starts there), or -1 when not yet read. */
-function endOfRows(text: string): number {
-  if (text.startsWith('\\.\n')) return 0;
-  const at = text.indexOf('\n\\.\n');
-  return at === -1 ? -1 : at + 1;
-}
-
-/** Index of the newline that ends the first statement (a line ending in `;`), or -1. */
-function findStatementEnd(text: string): number {
-  let from = 0;
-  for (;;) {
-    const newline = text.indexOf('\n', from);
-    if (newline === -1) return -1;
-    const line = text.slice(from, newline);
-    if (!line.startsWith('--') && line.trimEnd().endsWith(';')) return newline;
-    from = newline + 1;
-  }
+  await loadDump(client, dumpFile);
 }
 
 async function connect(url: string, applicationName: string): Promise<pg.Client> {

@@ -11,6 +11,8 @@ export interface VerifiedArchive {
   readonly encrypted: boolean;
   /** Where each extracted entry was written (only when `extractTo` was given). */
   readonly files: ReadonlyMap<EntryName, string>;
+  /** The size of the file as read, and its SHA-256 when `hashFile` or `expected` was given (else ''). */
+  readonly digest: FileDigest;
 }
 
 /**
@@ -22,12 +24,12 @@ export interface VerifiedArchive {
  */
 export async function verifyArchive(
   file: string,
-  options: { key?: Buffer; extractTo?: string; onProgress?: Progress; expected?: FileDigest },
+  options: { key?: Buffer; extractTo?: string; onProgress?: Progress; expected?: FileDigest; hashFile?: boolean },
 ): Promise<VerifiedArchive> {
   let manifest: Manifest | undefined;
   const seen = new Set<string>();
   const files = new Map<EntryName, string>();
-  const { encrypted, size, sha256 } = await readArchive(file, { ...options, hashFile: options.expected !== undefined }, async (name, content: Readable) => {
+  const { encrypted, size, sha256 } = await readArchive(file, { ...options, hashFile: options.hashFile === true || options.expected !== undefined }, async (name, content: Readable) => {
     if (!manifest) {
       if (name !== 'manifest.json') throw new LicenseServerError('BACKUP_INVALID', 'the archive does not start with manifest.json');
       manifest = parseManifest(await text(content));
@@ -55,5 +57,5 @@ export async function verifyArchive(
   for (const entry of manifest.entries) {
     if (!seen.has(entry.name)) throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${entry.name} is missing`);
   }
-  return { manifest, encrypted, files };
+  return { manifest, encrypted, files, digest: { size, sha256 } };
 }
