@@ -161,7 +161,7 @@ async function connect(url: string): Promise<pg.Client> {
   }
   // The row text depends on these, and a reader of the dump (a converter to SQLite, say) is
   // promised one form: timestamptz as `2026-11-23 10:15:00.123+00`, floats exact.
-  await client.query("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET extra_float_digits = 3");
+  await client.query("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET extra_float_digits = 3; SET bytea_output = 'hex'");
   return client;
 }
 
