@@ -65,7 +65,10 @@ export async function checkoutLicense(
 ): Promise<CheckoutResult> {
   const ttlDays = parseTtlDays(request.ttlDays);
   const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
-  return db.transaction(async (tx) => {
+  // Signed after the commit, off the event loop: the transaction (on SQLite, a group commit
+  // that runs its members one after another) does not wait for the signature, and nothing
+  // it records depends on it.
+  const issued = await db.transaction(async (tx) => {
     let source: CheckoutSource | undefined;
     let badReference: LicenseServerError | undefined;
     try {
@@ -87,9 +90,22 @@ export async function checkoutLicense(
       source?.decryptionKey?.fill(0);
     }
   });
+  const canonical = canonicalPayloadText(issued.payload);
+  const signature = await issued.signer.signAsync(Buffer.from(canonical, 'utf8'));
+  return {
+    license_file: encodeSignedPayload(canonical, signature),
+    filename: suggestedFilename(issued.payload),
+    valid_until: issued.payload.valid_until,
+  };
 }
 
-/** Checks the license read for the checkout, admits the machine, signs and audits. */
+/** A checkout recorded and ready to sign: its payload and the key to sign it with. */
+interface IssuedPayload {
+  readonly payload: LicenseFilePayload;
+  readonly signer: LicenseSigner;
+}
+
+/** Checks the license read for the checkout, admits the machine, makes the payload and audits the checkout. */
 async function issue(
   tx: Queryable,
   engine: Engine,
@@ -97,7 +113,7 @@ async function issue(
   signer: LicenseSigner,
   { ttlDays, hardwareId }: { readonly ttlDays: number; readonly hardwareId: string | undefined },
   context: CheckoutContext,
-): Promise<CheckoutResult> {
+): Promise<IssuedPayload> {
   if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);
   if (!license.customer_active) {
     throw new LicenseServerError('CUSTOMER_INACTIVE', `customer ${license.customer_id} of license ${license.id} is not active`);
@@ -148,8 +164,6 @@ async function issue(
     issuer: context.issuer,
     ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
   };
-  const canonical = canonicalPayloadText(payload);
-  const licenseFile = encodeSignedPayload(canonical, signer.sign(Buffer.from(canonical, 'utf8')));
   await recordAudit(tx, context, {
     action: 'license.checked_out',
     entityType: 'license',
@@ -163,11 +177,7 @@ async function issue(
       signing_key_id: signer.keyId,
     },
   });
-  return {
-    license_file: licenseFile,
-    filename: suggestedFilename(payload),
-    valid_until: payload.valid_until,
-  };
+  return { payload, signer };
 }
 
 /** `license-7KQ2-M9X-20261122T101500Z.lic`: the key prefix and issue time, safe on any file system. */
