@@ -157,6 +157,18 @@ forEachEngine('checkout reads', (fixture) => {
     assert.deepEqual(decodeLicenseFile((await checkoutLicense(db, bare.key, { ttlDays: 30 }, context)).license_file).payload.entitlements, []);
   });
 
+  it('gives checkouts made at the same moment (signed off the event loop) the same bytes as one made alone', async () => {
+    const db = await fixture.freshDatabase();
+    const key = await ensureSigningKey(db, setup);
+    const customerId = (await createCustomer(db, { name: 'Many at once' }, setup)).id;
+    const license = await createLicense(db, { customerId, type: 'hybrid', validUntil: '2028-01-01' }, setup);
+    const alone = await checkoutLicense(db, license.id, { ttlDays: 30, hardwareId: 'machine-M' }, context);
+    const together = await Promise.all(Array.from({ length: 24 }, () => checkoutLicense(db, license.id, { ttlDays: 30, hardwareId: 'machine-M' }, context)));
+    for (const result of together) assert.equal(result.license_file, alone.license_file, 'same payload, same key: Ed25519 gives the same file');
+    verifyLicenseFile(alone.license_file, { publicKey: publicKeyFromPem(key.public_key_pem), hardwareId: 'machine-M', now: fixedNow });
+    assert.equal((await listAudit(db, { action: 'license.checked_out', entityId: license.id, limit: 100 })).length, 25);
+  });
+
   it('on a store without a signing key, says SIGNING_KEY_MISSING before anything about the license', async () => {
     const db = await fixture.freshDatabase();
     const customerId = (await createCustomer(db, { name: 'Keyless' }, setup)).id;
