@@ -77,7 +77,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
         }),
         () => this.resolveConfig(),
       );
-      const log = (entry: Record<string, unknown>) => process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', ...entry })}\n`);
+      const { createLogWriter } = await import('../http/log-writer.js');
+      const log = createLogWriter();
       const { Notifier } = await import('../lib/notifications/notifier.js');
       const current = state;
       const notifier = new Notifier({ database: () => current.db, server: () => current.config.settings.issuer, log, allowLinkLocal: () => current.config.settings.notifications.allowLinkLocal });
@@ -87,7 +88,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
       const stopped = new Promise<void>((resolve) => {
         const stop = (signal: NodeJS.Signals) => {
-          process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal })}\n`);
+          log({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal });
           process.once(signal, () => process.exit(1));
           scheduler?.stop();
           void server.shutdown().then(() => scheduler?.idle()).then(() => notifier.settle(3000)).then(() => resolve());

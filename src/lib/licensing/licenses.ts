@@ -202,7 +202,7 @@ const SELECT = `SELECT ${LICENSE_COLUMNS} ${LICENSE_FROM}`;
  */
 export async function getLicense(db: Queryable, reference: string, options: { seatsAt?: Date; seats?: false } = {}): Promise<License> {
   const rows = await db.query(`${SELECT} WHERE ${licenseWhere(reference)}`, [licenseParam(reference)]);
-  if (!rows[0]) throw new LicenseServerError('LICENSE_NOT_FOUND', `no license matches ${describeReference(reference)}`);
+  if (!rows[0]) throw licenseNotFound(reference);
   const [license] = await withEntitlements(db, rows, options.seats === false ? undefined : (options.seatsAt ?? new Date()));
   return license!;
 }
@@ -210,7 +210,7 @@ export async function getLicense(db: Queryable, reference: string, options: { se
 /** The license's 32-byte decryption key, or null when it has none. Never log the result. */
 export async function getLicenseDecryptionKey(db: Queryable, reference: string): Promise<Buffer | null> {
   const rows = await db.query(`SELECT decryption_key FROM licenses l WHERE ${licenseWhere(reference)}`, [licenseParam(reference)]);
-  if (!rows[0]) throw new LicenseServerError('LICENSE_NOT_FOUND', `no license matches ${describeReference(reference)}`);
+  if (!rows[0]) throw licenseNotFound(reference);
   return asBytesOrNull(rows[0].decryption_key);
 }
 
@@ -289,17 +289,23 @@ export async function getLicenseWithMachine(
   return { license: license!, machine, decryptionKey: asBytesOrNull(row.license_decryption_key) };
 }
 
-function licenseWhere(reference: string): string {
+/** The WHERE condition on `licenses l` that finds `reference`, an id or a key; bind licenseParam(reference). */
+export function licenseWhere(reference: string): string {
   return isUuid(reference) ? 'l.id = ?' : 'l.license_key = ?';
 }
 
-function licenseParam(reference: string): string {
+/** What licenseWhere binds; INVALID_ID when the reference is neither an id nor a key. */
+export function licenseParam(reference: string): string {
   if (isUuid(reference)) return reference.toLowerCase();
   const key = normalizeLicenseKey(reference);
   if (!key) {
     throw new LicenseServerError('INVALID_ID', `expected a license id (UUID) or a license key, got ${describeReference(reference)}`);
   }
   return key;
+}
+
+export function licenseNotFound(reference: string): LicenseServerError {
+  return new LicenseServerError('LICENSE_NOT_FOUND', `no license matches ${describeReference(reference)}`);
 }
 
 /** Never echoes a whole license key back: error text can end up in logs. */

@@ -5,7 +5,7 @@ import type { Queryable } from '../storage/types.js';
 import { checkLiteralAddress, guardedLookup, systemResolver, type Resolver } from './address.js';
 import { postOnce } from './post.js';
 import { renderTemplate } from './render.js';
-import { eventMatches, readNotificationSettings, type EventName, type Webhook } from './settings.js';
+import { eventMatches, hasEnabledRuleFor, readNotificationSettings, type EventName, type Webhook } from './settings.js';
 
 export interface NotificationEvent {
   readonly id: string;
@@ -82,7 +82,11 @@ export class Notifier {
 
   /** Builds the event and delivers it to every matching, enabled webhook. */
   async deliver(event: EventName, data: Record<string, unknown>): Promise<DeliveryResult[]> {
-    const settings = await readNotificationSettings(this.options.database());
+    const db = this.options.database();
+    // Most events (every checkout) match no rule: one small query says so, before the three
+    // that read every setting. Read each time, so a change made elsewhere counts at once.
+    if (!(await hasEnabledRuleFor(db, event))) return [];
+    const settings = await readNotificationSettings(db);
     const payload = this.build(event, data);
     const rules = settings.rules.filter((rule) => rule.enabled && eventMatches(rule.event, event));
     for (const rule of rules.filter((candidate) => candidate.email)) {

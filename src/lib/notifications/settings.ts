@@ -142,6 +142,12 @@ function compareRules(a: AlertRule, b: AlertRule): number {
   return at === -1 ? 0 : left[at]! < right[at]! ? -1 : 1;
 }
 
+/** Whether an enabled alert rule selects `event`: what decides if anything is sent for it. */
+export async function hasEnabledRuleFor(db: Queryable, event: string): Promise<boolean> {
+  const rows = await db.query('SELECT event, enabled FROM notification_alert_rules');
+  return rows.some((row) => asBool(row.enabled) && eventMatches(String(row.event), event));
+}
+
 export function eventMatches(pattern: string, event: string): boolean {
   if (pattern === '*' || pattern === event) return true;
   return pattern.endsWith('.*') && event.startsWith(pattern.slice(0, -1));

@@ -1,13 +1,15 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
-import { getLicense, getLicenseDecryptionKey } from '../licensing/licenses.js';
+import { licenseNotFound } from '../licensing/licenses.js';
 import { admitMachine } from '../licensing/machines.js';
-import type { Database } from '../storage/types.js';
+import type { Database, Engine, Queryable } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
 import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
-import { getSigner } from '../signing-keys/signer.js';
+import { signingKeyMissing } from '../signing-keys/keys.js';
+import { signerForKey, type LicenseSigner } from '../signing-keys/signer.js';
+import { activeSigningKeyId, readCheckoutSource, type CheckoutSource } from './checkout-read.js';
 
 export const MIN_TTL_DAYS = 1;
 export const MAX_TTL_DAYS = 365;
@@ -63,83 +65,138 @@ export async function checkoutLicense(
 ): Promise<CheckoutResult> {
   const ttlDays = parseTtlDays(request.ttlDays);
   const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
-  const signer = await getSigner(db);
-  return db.transaction(async (tx) => {
-    const license = await getLicense(tx, reference);
-    if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);
-    if (!license.customer_active) {
-      throw new LicenseServerError('CUSTOMER_INACTIVE', `customer ${license.customer_id} of license ${license.id} is not active`);
+  checkoutsInFlight += 1;
+  try {
+    return await recordAndSign(db, reference, ttlDays, hardwareId, context);
+  } finally {
+    checkoutsInFlight -= 1;
+  }
+}
+
+/**
+ * Checkouts of this process between their start and their signature. With others in flight
+ * a signature is made on the thread pool, so the event loop serves them meanwhile; alone, the
+ * hand-over would only add its latency, and it is made at once.
+ */
+let checkoutsInFlight = 0;
+
+/**
+ * The checkout's transaction, then its signature: the transaction (on SQLite, a group commit
+ * that runs its members one after another) does not wait for the signature, and nothing it
+ * records depends on it.
+ */
+async function recordAndSign(db: Database, reference: string, ttlDays: number, hardwareId: string | undefined, context: CheckoutContext): Promise<CheckoutResult> {
+  const issued = await db.transaction(async (tx) => {
+    let source: CheckoutSource | undefined;
+    let badReference: LicenseServerError | undefined;
+    try {
+      source = await readCheckoutSource(tx, db.engine, reference, hardwareId);
+    } catch (error) {
+      // Refused before any query ran: the signing key is checked first, as for any license.
+      if (!(error instanceof LicenseServerError && error.code === 'INVALID_ID')) throw error;
+      badReference = error;
     }
-    const issuedAt = truncateToSeconds(now(context));
-    const licenseEnd = new Date(license.valid_until);
-    if (licenseEnd.getTime() <= issuedAt.getTime()) {
-      throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${toRfc3339Seconds(licenseEnd)}`, {
-        hint: 'Extend or replace the license before checking it out.',
-      });
+    try {
+      // A store without a usable signing key says so first, whatever the license.
+      const keyId = source ? source.signingKeyId : await activeSigningKeyId(tx);
+      if (keyId === undefined) throw signingKeyMissing();
+      const signer = await signerForKey(db, keyId, tx);
+      if (badReference) throw badReference;
+      if (!source) throw licenseNotFound(reference);
+      return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId }, context);
+    } finally {
+      source?.decryptionKey?.fill(0);
     }
-    const decryptionKey = license.has_decryption_key ? await getLicenseDecryptionKey(tx, license.id) : null;
-    if (decryptionKey && hardwareId === undefined) {
-      throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} has a decryption key, so a hardware_id is required`);
-    }
-    if (license.max_machines !== null && hardwareId === undefined) {
-      throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} limits its machines to ${license.max_machines}, so a hardware_id is required`, {
-        hint: 'A file without a hardware ID would run on any number of machines: pass --hardware-id.',
-      });
-    }
-    const validUntil = new Date(Math.min(issuedAt.getTime() + ttlDays * DAY_MS, licenseEnd.getTime()));
-    const validFrom = new Date(license.valid_from);
-    if (validUntil.getTime() <= validFrom.getTime()) {
-      throw new LicenseServerError(
-        'LICENSE_NOT_YET_VALID',
-        `license not yet valid: it starts at ${toRfc3339Seconds(validFrom)}, after a file of ${ttlDays} days would end`,
-        { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
-      );
-    }
-    if (hardwareId !== undefined) {
-      // The machine holds its seat until the file ends, whatever happens online meanwhile.
-      const admission = await admitMachine(tx, db.engine, license, { hardwareId, offlineUntil: validUntil }, context);
-      if (!admission.admitted) {
-        decryptionKey?.fill(0);
-        throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
-      }
-    }
-    const payload: LicenseFilePayload = {
-      version: LICENSE_FILE_VERSION,
-      license_id: license.id,
-      license_key_prefix: license.key_prefix,
-      customer_name: license.customer_name,
-      license_type: license.type,
-      valid_from: toRfc3339Seconds(validFrom),
-      valid_until: toRfc3339Seconds(validUntil),
-      hardware_id: hardwareId ?? '',
-      entitlements: license.entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit })),
-      ...(decryptionKey && hardwareId !== undefined ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
-      issued_at: toRfc3339Seconds(issuedAt),
-      issuer: context.issuer,
-      ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
-    };
-    decryptionKey?.fill(0);
-    const canonical = canonicalPayloadText(payload);
-    const licenseFile = encodeSignedPayload(canonical, signer.sign(Buffer.from(canonical, 'utf8')));
-    await recordAudit(tx, context, {
-      action: 'license.checked_out',
-      entityType: 'license',
-      entityId: license.id,
-      details: {
-        ttl_days: ttlDays,
-        valid_until: payload.valid_until,
-        issued_at: payload.issued_at,
-        hardware_id: hardwareId ?? null,
-        encrypted_key: payload.encrypted_key !== undefined,
-        signing_key_id: signer.keyId,
-      },
-    });
-    return {
-      license_file: licenseFile,
-      filename: suggestedFilename(payload),
-      valid_until: payload.valid_until,
-    };
   });
+  const canonical = canonicalPayloadText(issued.payload);
+  const message = Buffer.from(canonical, 'utf8');
+  const signature = checkoutsInFlight > 1 ? await issued.signer.signAsync(message) : issued.signer.sign(message);
+  return {
+    license_file: encodeSignedPayload(canonical, signature),
+    filename: suggestedFilename(issued.payload),
+    valid_until: issued.payload.valid_until,
+  };
+}
+
+/** A checkout recorded and ready to sign: its payload and the key to sign it with. */
+interface IssuedPayload {
+  readonly payload: LicenseFilePayload;
+  readonly signer: LicenseSigner;
+}
+
+/** Checks the license read for the checkout, admits the machine, makes the payload and audits the checkout. */
+async function issue(
+  tx: Queryable,
+  engine: Engine,
+  { license, decryptionKey, machine }: CheckoutSource,
+  signer: LicenseSigner,
+  { ttlDays, hardwareId }: { readonly ttlDays: number; readonly hardwareId: string | undefined },
+  context: CheckoutContext,
+): Promise<IssuedPayload> {
+  if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);
+  if (!license.customer_active) {
+    throw new LicenseServerError('CUSTOMER_INACTIVE', `customer ${license.customer_id} of license ${license.id} is not active`);
+  }
+  const issuedAt = truncateToSeconds(now(context));
+  const licenseEnd = new Date(license.valid_until);
+  if (licenseEnd.getTime() <= issuedAt.getTime()) {
+    throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${toRfc3339Seconds(licenseEnd)}`, {
+      hint: 'Extend or replace the license before checking it out.',
+    });
+  }
+  if (decryptionKey && hardwareId === undefined) {
+    throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} has a decryption key, so a hardware_id is required`);
+  }
+  if (license.max_machines !== null && hardwareId === undefined) {
+    throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} limits its machines to ${license.max_machines}, so a hardware_id is required`, {
+      hint: 'A file without a hardware ID would run on any number of machines: pass --hardware-id.',
+    });
+  }
+  const validUntil = new Date(Math.min(issuedAt.getTime() + ttlDays * DAY_MS, licenseEnd.getTime()));
+  const validFrom = new Date(license.valid_from);
+  if (validUntil.getTime() <= validFrom.getTime()) {
+    throw new LicenseServerError(
+      'LICENSE_NOT_YET_VALID',
+      `license not yet valid: it starts at ${toRfc3339Seconds(validFrom)}, after a file of ${ttlDays} days would end`,
+      { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
+    );
+  }
+  if (hardwareId !== undefined) {
+    // The machine holds its seat until the file ends, whatever happens online meanwhile.
+    const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil }, context, { row: machine, decryptionKey });
+    if (!admission.admitted) {
+      throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
+    }
+  }
+  const payload: LicenseFilePayload = {
+    version: LICENSE_FILE_VERSION,
+    license_id: license.id,
+    license_key_prefix: license.key_prefix,
+    customer_name: license.customer_name,
+    license_type: license.type,
+    valid_from: toRfc3339Seconds(validFrom),
+    valid_until: toRfc3339Seconds(validUntil),
+    hardware_id: hardwareId ?? '',
+    entitlements: license.entitlements,
+    ...(decryptionKey && hardwareId !== undefined ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
+    issued_at: toRfc3339Seconds(issuedAt),
+    issuer: context.issuer,
+    ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
+  };
+  await recordAudit(tx, context, {
+    action: 'license.checked_out',
+    entityType: 'license',
+    entityId: license.id,
+    details: {
+      ttl_days: ttlDays,
+      valid_until: payload.valid_until,
+      issued_at: payload.issued_at,
+      hardware_id: hardwareId ?? null,
+      encrypted_key: payload.encrypted_key !== undefined,
+      signing_key_id: signer.keyId,
+    },
+  });
+  return { payload, signer };
 }
 
 /** `license-7KQ2-M9X-20261122T101500Z.lic`: the key prefix and issue time, safe on any file system. */

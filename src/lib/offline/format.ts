@@ -49,9 +49,61 @@ const utf8 = new TextEncoder();
 
 /** The RFC 8785 form of the payload; its UTF-8 bytes are what the signature covers. */
 export function canonicalPayloadText(payload: LicenseFilePayload): string {
-  const text = canonicalize(payload);
+  const text = canonicalPayloadOfKnownShape(payload) ?? canonicalize(payload);
   if (text === undefined) throw new TypeError('payload cannot be canonicalised');
   return text;
+}
+
+/** The payload's members in RFC 8785 order (UTF-16 code units; all ASCII here). */
+const MEMBER_ORDER = [
+  'customer_name', 'encrypted_key', 'entitlements', 'hardware_id', 'issued_at', 'issuer', 'key_id', 'license_id',
+  'license_key_prefix', 'license_type', 'valid_from', 'valid_until', 'version',
+] as const;
+
+/**
+ * JCS of a payload made of exactly the members above, written out directly: a general
+ * canonicaliser sorts keys and walks values, about a tenth of a checkout. Strings and
+ * numbers are serialised by JSON.stringify, which is what RFC 8785 prescribes (and what
+ * `canonicalize` calls). Anything else (an unknown member, an unexpected type, a string
+ * that may hold a lone surrogate, which JCS refuses) gives undefined, for the general path.
+ */
+function canonicalPayloadOfKnownShape(payload: LicenseFilePayload): string | undefined {
+  const record = payload as unknown as Record<string, unknown>;
+  let text = '{';
+  let members = 0;
+  for (const name of MEMBER_ORDER) {
+    if (!Object.hasOwn(record, name)) continue;
+    members += 1;
+    const value = record[name];
+    if (value === undefined) continue;
+    const serialised = name === 'entitlements' ? canonicalEntitlements(value) : canonicalScalar(value);
+    if (serialised === undefined) return undefined;
+    text += `${text.length === 1 ? '' : ','}"${name}":${serialised}`;
+  }
+  if (members !== Object.keys(record).length) return undefined;
+  text += '}';
+  // JSON.stringify writes a lone surrogate as \udXXX, which JCS forbids; the general path throws.
+  return text.includes('\\ud') || text.includes('\\uD') ? undefined : text;
+}
+
+function canonicalEntitlements(value: unknown): string | undefined {
+  if (!Array.isArray(value)) return undefined;
+  let text = '[';
+  for (const entry of value as unknown[]) {
+    if (typeof entry !== 'object' || entry === null || Object.getPrototypeOf(entry) !== Object.prototype) return undefined;
+    const { code, name, usage_limit: limit } = entry as Record<string, unknown>;
+    if (Object.keys(entry).length !== 3 || typeof code !== 'string' || typeof name !== 'string' || !Object.hasOwn(entry, 'usage_limit')) return undefined;
+    const serialisedLimit = limit === null ? 'null' : canonicalScalar(limit);
+    if (serialisedLimit === undefined) return undefined;
+    text += `${text.length === 1 ? '' : ','}{"code":${JSON.stringify(code)},"name":${JSON.stringify(name)},"usage_limit":${serialisedLimit}}`;
+  }
+  return `${text}]`;
+}
+
+function canonicalScalar(value: unknown): string | undefined {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'number' && Number.isFinite(value)) return JSON.stringify(value);
+  return undefined;
 }
 
 export function canonicalPayloadBytes(payload: LicenseFilePayload): Uint8Array {

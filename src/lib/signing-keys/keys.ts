@@ -152,9 +152,10 @@ export async function insertSigningKey(
 /**
  * A key pair for signing: the one of `keyId`, or the active one. SIGNING_KEY_MISSING when
  * there is no such key with its private half (the store has none yet, or it was retired).
+ * Read through `reader` (a transaction) when given; `db` names the store's key-encryption key.
  */
-export async function loadKeyPair(db: Database, keyId?: string): Promise<SigningKeyPair> {
-  const rows = await db.query(
+export async function loadKeyPair(db: Database, keyId?: string, reader: Queryable = db): Promise<SigningKeyPair> {
+  const rows = await reader.query(
     `SELECT key_id, public_key, private_key, sealed_with, key_id_in_files FROM signing_keys
      WHERE ${keyId === undefined ? 'is_current = ?' : 'key_id = ? AND private_key IS NOT NULL'}`,
     [keyId ?? true],

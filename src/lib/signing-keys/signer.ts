@@ -1,5 +1,5 @@
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
-import type { Database } from '../storage/types.js';
+import type { Database, Queryable } from '../storage/types.js';
 import { loadKeyPair, signingKeyMissing } from './keys.js';
 
 // RFC 8410 PKCS#8 wrapping of a 32-byte Ed25519 seed, so node:crypto can import the raw key.
@@ -27,37 +27,65 @@ export class LicenseSigner {
   sign(message: Uint8Array): Uint8Array {
     return new Uint8Array(sign(null, message, this.key));
   }
+
+  /**
+   * The same signature, made on libuv's thread pool: the event loop spends about a third of
+   * a signature's time on it and goes on with other requests meanwhile.
+   */
+  signAsync(message: Uint8Array): Promise<Uint8Array> {
+    return new Promise((resolve, reject) => {
+      sign(null, message, this.key, (error, signature) => (error ? reject(error) : resolve(new Uint8Array(signature))));
+    });
+  }
 }
 
-const signers = new WeakMap<Database, Map<string, Promise<LicenseSigner>>>();
+/** Per database, the signer of the key last seen active: one parsed private key at a time. */
+const signers = new WeakMap<Database, { readonly keyId: string; readonly signer: Promise<LicenseSigner> }>();
 
 /**
  * The signer of the store's active key. Which key is active is read from the database on
  * every call (one indexed row): a rotation by another daemon or the command line takes
  * effect on the next signature here, so daemons sharing a database switch keys together.
- * The parsed private key is kept per database and key id. SIGNING_KEY_MISSING without a key.
+ * SIGNING_KEY_MISSING without a key.
  */
 export async function getSigner(db: Database): Promise<LicenseSigner> {
-  const rows = await db.query('SELECT key_id FROM signing_keys WHERE is_current = ?', [true]);
+  // TRUE, not a bound true: see ACTIVE_KEY_ID in offline/checkout-read.ts.
+  const rows = await db.query('SELECT key_id FROM signing_keys WHERE is_current = TRUE');
   if (!rows[0]) throw signingKeyMissing();
-  const keyId = String(rows[0].key_id);
-  let byKey = signers.get(db);
-  if (!byKey) signers.set(db, (byKey = new Map()));
-  let signer = byKey.get(keyId);
-  if (!signer) {
-    signer = loadKeyPair(db, keyId).then((pair) => {
-      const loaded = LicenseSigner.fromSecretKey(pair.keyId, pair.secretKey, pair.publicKey, pair.keyIdInFiles);
-      pair.secretKey.fill(0);
-      return loaded;
-    });
-    const cache = byKey;
-    signer.catch(() => cache.delete(keyId));
-    byKey.set(keyId, signer);
-  }
+  return signerForKey(db, String(rows[0].key_id));
+}
+
+/**
+ * The signer of `keyId`, which the caller has just read as the active key (a checkout reads
+ * it with the license). The parsed private key is kept for the database until another key is
+ * seen active, and is then dropped: a key rotated away, perhaps by another daemon, is not
+ * held in memory, nor parsed again while it stays active. `reader` is what loads a key not
+ * cached, the caller's transaction when inside one (on SQLite the database itself would wait
+ * for that transaction to end).
+ */
+export function signerForKey(db: Database, keyId: string, reader: Queryable = db): Promise<LicenseSigner> {
+  const cached = signers.get(db);
+  if (cached?.keyId === keyId) return cached.signer;
+  const signer = loadKeyPair(db, keyId, reader).then((pair) => {
+    const loaded = LicenseSigner.fromSecretKey(pair.keyId, pair.secretKey, pair.publicKey, pair.keyIdInFiles);
+    pair.secretKey.fill(0);
+    return loaded;
+  });
+  const entry = { keyId, signer };
+  signers.set(db, entry);
+  // A failure (a wrong key-encryption key) is not remembered: the next call tries again.
+  signer.catch(() => {
+    if (signers.get(db) === entry) signers.delete(db);
+  });
   return signer;
 }
 
-/** Drops the cached keys, e.g. after a restore has replaced the database's contents. */
+/** The key id whose parsed private key is held for `db`, if any: what a rotation must change. */
+export function cachedSignerKeyId(db: Database): string | undefined {
+  return signers.get(db)?.keyId;
+}
+
+/** Drops the cached key, e.g. after a restore has replaced the database's contents. */
 export function forgetSigner(db: Database): void {
   signers.delete(db);
 }

@@ -68,6 +68,24 @@ describe('notifications', () => {
     }
   });
 
+  it('sends nothing for an event no enabled rule selects, and a rule saved meanwhile counts at the next event', async () => {
+    const receiver = await startReceiver();
+    try {
+      await replaceNotificationSettings(db, {
+        webhooks: [{ name: 'ops', url: receiver.url, secret: 'hook-secret-0123456789' }],
+        rules: [{ event: 'backup.*', webhook: 'ops' }, { event: 'license.checked_out', webhook: 'ops', enabled: false }],
+      }, { actor: 'test' });
+      assert.deepEqual(await notifier().deliver('license.checked_out', { license_id: 'x' }), []);
+      assert.equal(receiver.received.length, 0);
+      await replaceNotificationSettings(db, { webhooks: [{ name: 'ops', url: receiver.url, secret: 'hook-secret-0123456789' }], rules: [{ event: 'license.*', webhook: 'ops' }] }, { actor: 'test' });
+      const [result] = await notifier().deliver('license.checked_out', { license_id: 'x' });
+      assert.equal(result?.delivered, true);
+      assert.equal(receiver.received.length, 1);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   it('retries a failing receiver with backoff until it recovers, and logs every attempt', async () => {
     const flaky = await startReceiver((count) => (count < 3 ? 500 : 204));
     try {

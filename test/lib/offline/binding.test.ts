@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { LicenseServerError } from '../../../src/lib/errors.js';
-import { parseHardwareId } from '../../../src/lib/offline/binding.js';
+import { deriveBindingKey, deriveBindingKeyForSealing, parseHardwareId } from '../../../src/lib/offline/binding.js';
+import { prng } from '../../support/prng.js';
 
 function refused(value: unknown): string {
   try {
@@ -42,5 +44,17 @@ describe('parseHardwareId', () => {
     assert.equal(refused(''), 'hardware_id must not be empty');
     for (const control of ['a\nb', 'a\u0000', '\u007f', 'a\u0085b']) assert.equal(refused(control), 'hardware_id must not contain control characters');
     assert.equal(refused('a\ud800'), 'hardware_id must be well-formed Unicode text');
+  });
+});
+
+describe('deriveBindingKeyForSealing', () => {
+  it('derives what deriveBindingKey (RFC 5869 HKDF-SHA256 in JavaScript) derives, for any text, empty too', () => {
+    const random = prng(0xb1d);
+    const text = (max: number) => Array.from({ length: Math.floor(random() * max) }, () => String.fromCodePoint(1 + Math.floor(random() * 0x2ffff))).join('');
+    for (let i = 0; i < 500; i += 1) {
+      const hardwareId = i === 0 ? '' : text(80);
+      const licenseId = i === 1 ? '' : i % 2 === 0 ? randomUUID() : text(40);
+      assert.deepEqual(deriveBindingKeyForSealing(hardwareId, licenseId), Buffer.from(deriveBindingKey(hardwareId, licenseId)), `inputs ${i}`);
+    }
   });
 });

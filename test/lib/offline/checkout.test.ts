@@ -4,12 +4,15 @@ import type { OperationContext } from '../../../src/lib/context.js';
 import { createCustomer, setCustomerActive } from '../../../src/lib/customers.js';
 import { createEntitlement } from '../../../src/lib/licensing/entitlements.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
-import { createLicense, getLicenseDecryptionKey, setLicenseActive, type License } from '../../../src/lib/licensing/licenses.js';
+import { createLicense, getLicense, getLicenseDecryptionKey, setLicenseActive, type License } from '../../../src/lib/licensing/licenses.js';
 import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
 import { decodeLicenseFile } from '../../../src/lib/offline/format.js';
 import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
 import { publicKeyFromPem } from '../../../src/lib/crypto/ed25519-pem.js';
 import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
+import { rotateSigningKey } from '../../../src/lib/signing-keys/rotation.js';
+import { cachedSignerKeyId } from '../../../src/lib/signing-keys/signer.js';
+import { openDatabase } from '../../../src/lib/storage/open.js';
 import type { Database } from '../../../src/lib/storage/types.js';
 import { forEachEngine } from '../../support/engines.js';
 
@@ -134,5 +137,73 @@ forEachEngine('checkout', (fixture) => {
     assert.equal(await audited(), before + 1, 'only the one accepted checkout was audited');
     const ahead = await checkoutLicense(db, future.id, { ttlDays: 365 }, context);
     assert.equal(decodeLicenseFile(ahead.license_file).payload.valid_from, '2027-06-01T00:00:00Z', 'a future license gives a file that starts with it');
+  });
+});
+
+forEachEngine('checkout reads', (fixture) => {
+  it('puts in the file the entitlements getLicense reads, whatever their names hold, sorted by code', async () => {
+    const db = await fixture.freshDatabase();
+    await ensureSigningKey(db, setup);
+    const customerId = (await createCustomer(db, { name: 'Reads' }, setup)).id;
+    const names = { zeta: 'Zeta "quoted" \\ back\\slash', alpha: 'Alpha ✓ 😀 <&>', mid: 'Mid\u2028line' };
+    for (const [code, name] of Object.entries(names)) await createEntitlement(db, { code, name }, setup);
+    const entitlements = [{ code: 'zeta', usageLimit: 0 }, { code: 'alpha', usageLimit: 9_007_199_254_740_991 }, { code: 'mid', usageLimit: null }];
+    const license = await createLicense(db, { customerId, type: 'usage_based', validUntil: '2028-01-01', entitlements }, setup);
+    const bare = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01' }, setup);
+    const read = (await getLicense(db, license.id)).entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit }));
+    assert.deepEqual(read.map((e) => e.code), ['alpha', 'mid', 'zeta']);
+    const file = await checkoutLicense(db, license.id, { ttlDays: 30 }, context);
+    assert.deepEqual(decodeLicenseFile(file.license_file).payload.entitlements, read);
+    assert.deepEqual(decodeLicenseFile((await checkoutLicense(db, bare.key, { ttlDays: 30 }, context)).license_file).payload.entitlements, []);
+  });
+
+  it('gives checkouts made at the same moment (signed off the event loop) the same bytes as one made alone', async () => {
+    const db = await fixture.freshDatabase();
+    const key = await ensureSigningKey(db, setup);
+    const customerId = (await createCustomer(db, { name: 'Many at once' }, setup)).id;
+    const license = await createLicense(db, { customerId, type: 'hybrid', validUntil: '2028-01-01' }, setup);
+    const alone = await checkoutLicense(db, license.id, { ttlDays: 30, hardwareId: 'machine-M' }, context);
+    const together = await Promise.all(Array.from({ length: 24 }, () => checkoutLicense(db, license.id, { ttlDays: 30, hardwareId: 'machine-M' }, context)));
+    for (const result of together) assert.equal(result.license_file, alone.license_file, 'same payload, same key: Ed25519 gives the same file');
+    verifyLicenseFile(alone.license_file, { publicKey: publicKeyFromPem(key.public_key_pem), hardwareId: 'machine-M', now: fixedNow });
+    assert.equal((await listAudit(db, { action: 'license.checked_out', entityId: license.id, limit: 100 })).length, 25);
+  });
+
+  it('on a store without a signing key, says SIGNING_KEY_MISSING before anything about the license', async () => {
+    const db = await fixture.freshDatabase();
+    const customerId = (await createCustomer(db, { name: 'Keyless' }, setup)).id;
+    const license = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01' }, setup);
+    for (const reference of [license.id, '00000000-0000-4000-8000-000000000000', 'not-a-license']) {
+      await refused(checkoutLicense(db, reference, { ttlDays: 30 }, context), 'SIGNING_KEY_MISSING');
+    }
+    await ensureSigningKey(db, setup);
+    await refused(checkoutLicense(db, 'not-a-license', { ttlDays: 30 }, context), 'INVALID_ID');
+    await refused(checkoutLicense(db, '00000000-0000-4000-8000-000000000000', { ttlDays: 30 }, context), 'LICENSE_NOT_FOUND');
+  });
+
+  it('signs with the key another daemon rotated to at once, and drops the parsed key it held', async () => {
+    const url = await fixture.freshUrl();
+    // Two handles are two daemons: on PostgreSQL two pools, on SQLite one connection but caches of their own.
+    const one = await openDatabase(url);
+    const other = await openDatabase(url);
+    try {
+      const first = await ensureSigningKey(one, setup);
+      const customerId = (await createCustomer(one, { name: 'Rotating' }, setup)).id;
+      const license = await createLicense(one, { customerId, type: 'hybrid', validUntil: '2028-01-01', withDecryptionKey: true }, setup);
+      const before = await checkoutLicense(one, license.id, { ttlDays: 30, hardwareId: 'machine-R' }, context);
+      assert.equal(cachedSignerKeyId(one), first.key_id);
+      verifyLicenseFile(before.license_file, { publicKey: publicKeyFromPem(first.public_key_pem), hardwareId: 'machine-R', now: fixedNow });
+
+      const { active } = await rotateSigningKey(other, setup);
+      const after = await checkoutLicense(one, license.id, { ttlDays: 30, hardwareId: 'machine-R' }, context);
+      assert.equal(decodeLicenseFile(after.license_file).payload.key_id, active.key_id);
+      verifyLicenseFile(after.license_file, { publicKey: publicKeyFromPem(active.public_key_pem), hardwareId: 'machine-R', now: fixedNow });
+      assert.equal(cachedSignerKeyId(one), active.key_id, 'the rotated-away key is no longer held');
+      const [audited] = await listAudit(one, { action: 'license.checked_out', limit: 1 });
+      assert.equal(audited!.details.signing_key_id, active.key_id);
+    } finally {
+      await one.close();
+      await other.close();
+    }
   });
 });

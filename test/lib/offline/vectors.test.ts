@@ -83,13 +83,14 @@ describe('.lic format v1 known-answer vectors', () => {
         assert.equal(Buffer.from(bytes).toString('utf8'), vector.canonical_payload);
       });
 
-      it('signs to the same bytes with @noble/curves and with node:crypto', () => {
+      it('signs to the same bytes with @noble/curves and with node:crypto, on the event loop and off it', async () => {
         const message = canonicalPayloadBytes(vector.payload);
         const noble = Buffer.from(signEd25519(message, keyOf(vector))).toString('base64');
         const signer = LicenseSigner.fromSecretKey('vector', keyOf(vector), publicKeyOf(keyOf(vector)));
         const node = Buffer.from(signer.sign(message)).toString('base64');
         assert.equal(noble, vector.signature_base64);
         assert.equal(node, vector.signature_base64);
+        assert.equal(Buffer.from(await signer.signAsync(message)).toString('base64'), vector.signature_base64);
         assert.ok(nodeVerify(null, message, createPublicKey(pemOf(vector)), Buffer.from(vector.signature_base64, 'base64')));
       });
 
