@@ -3,24 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { listBackups } from '../../src/lib/backup/repository.js';
 import { loadSqliteDriver } from '../../src/lib/storage/sqlite-driver.js';
 import { ok, runCli } from '../support/cli.js';
-import { ADMIN_URL, createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
+import { ADMIN_URL, createTestDatabase, dropTestDatabase, onDatabase, requirePostgres } from '../support/postgres.js';
 import { differenceFrom, snapshotTables, type Snapshot } from '../support/tables.js';
 
 type Env = Record<string, string> & { LICENSE_DATABASE_URL: string; LICENSE_BACKUP_PATH: string };
 
-async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * What a restore onto the other engine refuses, and that a refusal changes nothing: values

@@ -40,8 +40,9 @@ export async function requirePostgres(context: Mocha.Context): Promise<void> {
   context.skip();
 }
 
-async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: ADMIN_URL });
+/** Runs `work` on a connection of its own to `url`, closed afterwards. */
+export async function onDatabase<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await work(client);
@@ -54,7 +55,7 @@ async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 export async function createTestDatabase(): Promise<string> {
   counter += 1;
   const name = `${RUN_PREFIX}_${counter}`;
-  await admin((client) => client.query(`CREATE DATABASE ${name}`));
+  await onDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`));
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
   return url.toString();
@@ -62,13 +63,13 @@ export async function createTestDatabase(): Promise<string> {
 
 export async function dropTestDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);
-  await admin((client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await onDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
 }
 
 /** Drops whatever this run created and did not drop itself (a failed test, say). */
 export async function dropAllTestDatabases(): Promise<void> {
   if (await postgresProblem()) return;
-  await admin(async (client) => {
+  await onDatabase(ADMIN_URL, async (client) => {
     const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${RUN_PREFIX}_%`]);
     for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
   });

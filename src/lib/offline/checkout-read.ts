@@ -1,20 +1,14 @@
 import { licenseKeyPrefix } from '../licensing/license-key.js';
-import { licenseParam, licenseWhere, type LicenseType } from '../licensing/licenses.js';
+import { licenseParam, licenseWhere, type License, type LicenseType } from '../licensing/licenses.js';
 import { MACHINE_COLUMNS, type SeatPolicy } from '../licensing/machines.js';
 import type { LicenseFileEntitlement } from './format.js';
 import type { Engine, Queryable, Row } from '../storage/types.js';
 import { asBool, asBytesOrNull, asIntOrNull, asIso } from '../storage/values.js';
 
 /** What a checkout needs of a license: its terms, its customer, and its file's entitlements. */
-export interface CheckoutLicense extends SeatPolicy {
-  readonly key_prefix: string;
-  readonly customer_id: string;
-  readonly customer_name: string;
-  readonly customer_active: boolean;
-  readonly type: LicenseType;
-  readonly active: boolean;
-  readonly valid_from: string;
-  readonly valid_until: string;
+export interface CheckoutLicense
+  extends SeatPolicy,
+    Pick<License, 'key_prefix' | 'customer_id' | 'customer_name' | 'customer_active' | 'type' | 'active' | 'valid_from' | 'valid_until'> {
   /** Sorted by code, as getLicense sorts them. */
   readonly entitlements: readonly LicenseFileEntitlement[];
 }

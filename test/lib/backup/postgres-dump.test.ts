@@ -3,7 +3,6 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { writeArchive } from '../../../src/lib/backup/archive.js';
 import { dumpPostgres } from '../../../src/lib/backup/postgres-dump.js';
 import { loadDump } from '../../../src/lib/backup/postgres-load.js';
@@ -11,19 +10,10 @@ import { loadDumpIntoScratch } from '../../../src/lib/backup/postgres-restore.js
 import { TABLES } from '../../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import { ok, runCli } from '../../support/cli.js';
-import { createTestDatabase, dropTestDatabase, requirePostgres } from '../../support/postgres.js';
+import { createTestDatabase, dropTestDatabase, onDatabase, requirePostgres } from '../../support/postgres.js';
 
 const VECTOR = new URL('../../vectors/postgres-dump-layout-1.sql', import.meta.url);
 
-async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
 
 /**
  * What a restore must reproduce exactly: every column (in order, with type, collation,
@@ -31,7 +21,7 @@ async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T
  * sequence. Later migrations ALTER and DROP constraints by name, so names count.
  */
 function catalogOf(url: string): Promise<Record<string, unknown[]>> {
-  return withClient(url, async (client) => {
+  return onDatabase(url, async (client) => {
     const rows = async (sql: string) => (await client.query(sql)).rows;
     return {
       relations: await rows(`SELECT relname, relkind, relpersistence, reloptions FROM pg_class WHERE relnamespace = current_schema()::regnamespace ORDER BY relname`),
@@ -58,7 +48,7 @@ function catalogOf(url: string): Promise<Record<string, unknown[]>> {
 
 /** Every row of every table as text, sorted, plus the audit log's next id. */
 function rowsOf(url: string): Promise<Record<string, string[]>> {
-  return withClient(url, async (client) => {
+  return onDatabase(url, async (client) => {
     const out: Record<string, string[]> = {};
     for (const table of TABLES) {
       out[table.name] = (await client.query(`SELECT t::text AS row FROM ${table.name} t`)).rows.map((row) => String(row.row)).sort();
@@ -89,7 +79,7 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
     source = await fresh();
     await (await openDatabase(source)).close();
     // A row of every table, with the text COPY has to escape, and a last column ending in `\.`.
-    await withClient(source, (client) =>
+    await onDatabase(source, (client) =>
       client.query(`
         INSERT INTO customers VALUES ('00000000-0000-4000-8000-000000000001', E'back\\\\slash\\ttab\\nnewline "q" ü', true, '2026-11-23 10:15:00.123+00', now());
         INSERT INTO entitlements VALUES ('00000000-0000-4000-8000-000000000002', 'seats', 'Seats', now());
@@ -144,14 +134,14 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
 
   it('writes timestamps in UTC and ISO form whatever the database\'s own settings', async () => {
     const name = new URL(source).pathname.slice(1);
-    await withClient(source, (client) => client.query(`ALTER DATABASE ${name} SET TimeZone = 'America/New_York'; ALTER DATABASE ${name} SET DateStyle = 'SQL, DMY'`));
+    await onDatabase(source, (client) => client.query(`ALTER DATABASE ${name} SET TimeZone = 'America/New_York'; ALTER DATABASE ${name} SET DateStyle = 'SQL, DMY'`));
     try {
       const dump = await dumpPostgres(source, mkdtempSync(path.join(work, 'tz-')));
       const text = Buffer.concat(dump.files.map((file) => readFileSync(file))).toString('utf8');
       assert.match(text, /\t2026-11-23 10:15:00\.123\+00\t/);
       assert.match(text, /^2026-11-23 10:00:00\+00\thost\t/m);
     } finally {
-      await withClient(source, (client) => client.query(`ALTER DATABASE ${name} RESET TimeZone; ALTER DATABASE ${name} RESET DateStyle`));
+      await onDatabase(source, (client) => client.query(`ALTER DATABASE ${name} RESET TimeZone; ALTER DATABASE ${name} RESET DateStyle`));
     }
   });
 
@@ -161,7 +151,7 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
     const expected = { catalog: await catalogOf(source), rows: await rowsOf(source) };
     for (const readSize of [1, 2, 3, 5, 4096, 1024 * 1024]) {
       const target = await fresh();
-      await withClient(target, async (client) => {
+      await onDatabase(target, async (client) => {
         await client.query('BEGIN');
         await loadDump(client, file, { readSize });
         await client.query('COMMIT');
@@ -176,7 +166,7 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
     await (await openDatabase(migrated)).close();
     for (const readSize of [3, 1024 * 1024]) {
       const target = await fresh();
-      await withClient(target, async (client) => {
+      await onDatabase(target, async (client) => {
         await client.query('BEGIN');
         await loadDump(client, VECTOR.pathname, { readSize });
         await client.query('COMMIT');
