@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { redactDatabaseUrl } from '../config/redact.js';
 import { LicenseServerError } from '../errors.js';
 import { TABLES } from '../storage/migrations.js';
 import { toNumberedPlaceholders } from '../storage/placeholders.js';
@@ -82,14 +83,30 @@ async function executeDump(client: pg.Client, dumpFile: string): Promise<void> {
   await loadDump(client, dumpFile);
 }
 
-async function connect(url: string, applicationName: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, application_name: applicationName });
+/** A connection of its own; a database that does not exist is named with the command that makes it. */
+export async function connect(url: string, applicationName: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, application_name: applicationName, connectionTimeoutMillis: 5000 });
   try {
     await client.connect();
   } catch (error) {
+    await client.end().catch(() => undefined);
+    if ((error as { code?: string }).code === '3D000') throw missingDatabase(url);
     throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot connect to PostgreSQL: ${(error as { code?: string }).code ?? 'error'}`);
   }
   return client;
+}
+
+function missingDatabase(url: string): LicenseServerError {
+  const parsed = new URL(url);
+  const name = decodeURIComponent(parsed.pathname.slice(1));
+  const where = [parsed.hostname && `-h ${quoteShell(parsed.hostname)}`, parsed.port && `-p ${parsed.port}`, parsed.username && `-U ${quoteShell(decodeURIComponent(parsed.username))}`].filter(Boolean).join(' ');
+  return new LicenseServerError('DATABASE_NOT_FOUND', `the PostgreSQL database "${name}" does not exist on ${redactDatabaseUrl(url)}; a restore fills an existing database and does not create one`, {
+    hint: `Create it first (as a role allowed to create databases), e.g. \`createdb ${where ? `${where} ` : ''}${quoteShell(name)}\`, then restore again.`,
+  });
+}
+
+function quoteShell(name: string): string {
+  return /^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, "'\\''")}'`;
 }
 
 function asBackupError(error: unknown): unknown {

@@ -1,7 +1,8 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { LicenseServerError } from '../errors.js';
 import { TABLES } from '../storage/migrations.js';
+import { connect } from './postgres-restore.js';
 
 /**
  * Checks the PostgreSQL database a restore would replace, before the backup is even read:
@@ -10,21 +11,7 @@ import { TABLES } from '../storage/migrations.js';
  * database shared with something else is more likely a wrong database.url than a plan.
  */
 export async function checkPostgresTarget(url: string, options: { force?: boolean } = {}): Promise<void> {
-  const client = new pg.Client({ connectionString: url, application_name: 'license-server restore', connectionTimeoutMillis: 5000 });
-  try {
-    await client.connect();
-  } catch (error) {
-    await client.end().catch(() => undefined);
-    if ((error as { code?: string }).code === '3D000') {
-      const parsed = new URL(url);
-      const name = decodeURIComponent(parsed.pathname.slice(1));
-      const where = [parsed.hostname && `-h ${quoteShell(parsed.hostname)}`, parsed.port && `-p ${parsed.port}`, parsed.username && `-U ${quoteShell(decodeURIComponent(parsed.username))}`].filter(Boolean).join(' ');
-      throw new LicenseServerError('DATABASE_NOT_FOUND', `the PostgreSQL database "${name}" does not exist on ${redactDatabaseUrl(url)}; a restore fills an existing database and does not create one`, {
-        hint: `Create it first (as a role allowed to create databases), e.g. \`createdb ${where ? `${where} ` : ''}${quoteShell(name)}\`, then restore again.`,
-      });
-    }
-    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot connect to PostgreSQL: ${(error as { code?: string }).code ?? 'error'}`);
-  }
+  const client = await connect(url, 'license-server restore');
   try {
     if (!options.force) await refuseOtherTables(client, url);
     await refuseDependents(client, url);
@@ -83,8 +70,4 @@ async function refuseDependents(client: pg.Client, url: string): Promise<void> {
     `the PostgreSQL database ${redactDatabaseUrl(url)} has objects that depend on license-server's tables (${names}), which a restore would drop with them; nothing was changed`,
     { hint: 'Drop them (or their foreign keys) first and create them again after the restore; --force does not cover them.' },
   );
-}
-
-function quoteShell(name: string): string {
-  return /^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, "'\\''")}'`;
 }

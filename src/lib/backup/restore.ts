@@ -14,7 +14,6 @@ import { createBackup } from './create.js';
 import { daemonUsing } from './daemon-registry.js';
 import type { ConvertedTables } from './cross-engine/sqlite-to-postgres.js';
 import { acquireBackupLock } from './lock.js';
-import { checkPostgresTarget } from './postgres-target.js';
 import type { Manifest } from './manifest.js';
 import { resolveBackup, type BackupRecord } from './repository.js';
 import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revocations.js';
@@ -99,7 +98,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   let staging: string | undefined;
   try {
     const { file, record } = await resolveBackup(directory, options.reference);
-    if (postgres) await checkPostgresTarget(settings.database.url, { force: options.force });
+    if (postgres) await (await import('./postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
     options.onPhase?.('validate', (await stat(file)).size);
     await mkdir(stagingParent, { recursive: true, mode: 0o700 });
     // A restore killed earlier left its staging directory; with the lock held it is ours to remove.

@@ -211,12 +211,16 @@ function openConnection(file: string, create: boolean): BetterSqlite3.Database {
     db.pragma('foreign_keys = ON');
     // A replaced or deleted private signing key (protect, retire) must not linger in free space.
     db.pragma('secure_delete = ON');
-    // Migration 5 derives key ids in SQL; SQLite has no SHA-256 of its own.
-    db.function('license_server_key_id', { deterministic: true }, (publicKey) => keyIdOf(publicKey as Uint8Array));
+    addSqlFunctions(db);
     return db;
   } catch (error) {
     return unavailable(error);
   }
+}
+
+/** What our SQL calls that SQLite lacks: migration 5 derives key ids, and SQLite has no SHA-256. */
+export function addSqlFunctions(db: BetterSqlite3.Database): void {
+  db.function('license_server_key_id', { deterministic: true }, (publicKey) => keyIdOf(publicKey as Uint8Array));
 }
 
 function toSqlite(value: SqlValue): unknown {

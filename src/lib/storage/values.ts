@@ -2,12 +2,12 @@
  * Normalises column values that the two engines return differently: PostgreSQL gives
  * Date, boolean, Buffer and parsed JSON; SQLite gives ISO text, 0/1, Buffer and JSON text.
  */
-const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+export const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 export function asIso(value: unknown): string {
   if (value instanceof Date) return value.toISOString();
   // SQLite gives back what we stored, already in this form: skip the parse on the hot path.
-  if (typeof value === 'string') return ISO.test(value) ? value : new Date(value).toISOString();
+  if (typeof value === 'string') return ISO_TIMESTAMP.test(value) ? value : new Date(value).toISOString();
   throw new TypeError(`expected a timestamp, got ${typeof value}`);
 }
 

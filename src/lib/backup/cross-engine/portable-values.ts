@@ -1,5 +1,6 @@
 import type { ColumnKind } from '../../storage/column-kinds.js';
-import { hasLoneSurrogate } from '../../validate.js';
+import { ISO_TIMESTAMP as CANONICAL_ISO } from '../../storage/values.js';
+import { hasLoneSurrogate, isUuid } from '../../validate.js';
 import { COPY_NULL, encodeCopyField } from './copy-text.js';
 
 /**
@@ -11,8 +12,6 @@ import { COPY_NULL, encodeCopyField } from './copy-text.js';
  */
 export class ValueRefused extends Error {}
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const CANONICAL_ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 // ISO 8601 with an explicit offset: anything else would be read in some local time zone.
 const OFFSET_ISO = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}(:?\d{2})?)$/;
 const REPLACEMENT = '\uFFFD';
@@ -29,7 +28,7 @@ export function sqliteToCopyField(kind: ColumnKind, value: unknown): string {
       return encodeCopyField(textOf(value));
     case 'uuid': {
       const text = textOf(value);
-      if (!UUID.test(text)) throw new ValueRefused('is not a UUID');
+      if (!isUuid(text)) throw new ValueRefused('is not a UUID');
       return text;
     }
     case 'timestamp':
@@ -159,7 +158,7 @@ export function postgresToSqlite(kind: ColumnKind, text: string | null): string 
     case 'json':
       return text;
     case 'uuid':
-      if (!UUID.test(text)) throw new ValueRefused('is not a UUID');
+      if (!isUuid(text)) throw new ValueRefused('is not a UUID');
       return text;
     case 'timestamp': {
       // A dump's own form (UTC): the text is rearranged, which is much cheaper than a Date.

@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { LicenseServerError } from '../../errors.js';
-import { keyIdOf } from '../../crypto/key-set.js';
 import { columnKind, type ColumnKind } from '../../storage/column-kinds.js';
 import { MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES } from '../../storage/migrations.js';
+import { addSqlFunctions } from '../../storage/sqlite.js';
 import { loadSqliteDriver } from '../../storage/sqlite-driver.js';
 import { decodeCopyField } from './copy-text.js';
 import { postgresToSqlite, ValueRefused } from './portable-values.js';
@@ -33,7 +33,7 @@ export async function buildSqliteFromPostgresDump(dumpFile: string, target: stri
     // Random UUID keys land all over their indexes; a 64 MiB page cache keeps those of a
     // million licenses in memory instead of re-reading pages for every row.
     db.pragma('cache_size = -65536');
-    db.function('license_server_key_id', { deterministic: true }, (publicKey) => keyIdOf(publicKey as Uint8Array));
+    addSqlFunctions(db);
     let block: CopyBlock | undefined;
     const seen = new Set<string>();
     db.exec('BEGIN');
