@@ -74,7 +74,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     } else {
       const { dumpPostgres } = await import('./postgres-dump.js');
       const dump = await dumpPostgres(config.settings.database.url, work);
-      entries.push({ name: 'database/postgres.sql', parts: dump.files, size: dump.size });
+      entries.push({ name: 'database/postgres.sql', compressed: dump.compressed, size: dump.size });
       digests.set('database/postgres.sql', { size: dump.size, sha256: dump.sha256 });
     }
     if (config.configFile) addData('config/config.yaml', await sanitizedConfigFile(config.configFile));
