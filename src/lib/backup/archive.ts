@@ -76,6 +76,8 @@ export async function writeArchive(
           const source = Readable.from(readFiles(entry.parts ?? [entry.path!]), { objectMode: false });
           source.on('data', (chunk: Buffer) => options.onProgress?.(chunk.length));
           source.on('error', reject);
+          // The entry's sink fails with the pack (a full disk); the pipeline below reports why.
+          sink.on('error', reject);
           source.pipe(sink as unknown as Writable);
         }
       });

@@ -95,6 +95,9 @@ export class Spool {
         throw error;
       },
     );
+    // Awaited by the next write or end(), which may come only after this fails (a full disk):
+    // until then the rejection would count as unhandled and end the process.
+    this.inFlight.catch(() => undefined);
   }
 
   private notify(): void {
