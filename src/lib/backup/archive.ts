@@ -7,6 +7,7 @@ import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { LicenseServerError } from '../errors.js';
 import { DecryptStream, EncryptStream, MAGIC, sniff } from './encryption.js';
+import { MemberGunzip } from './member-gunzip.js';
 import { ParallelGzip } from './parallel-gzip.js';
 import { TAR_END, tarHeader, tarPadding } from './tar-header.js';
 
@@ -30,8 +31,8 @@ export interface ArchiveEntry {
   readonly name: EntryName;
   /** A file on disk, streamed into the archive... */
   readonly path?: string;
-  /** ...or gzip members (CompressedSpool) whose decompressed bytes are the entry... */
-  readonly compressed?: string;
+  /** ...or gzip members (CompressedSpool) whose decompressed bytes are the entry, and their lengths... */
+  readonly compressed?: { readonly path: string; readonly members: readonly number[] };
   /** ...or bytes held in memory (small entries only). */
   readonly data?: Buffer;
   readonly size: number;
@@ -49,12 +50,15 @@ const GZIP_LEVEL = 1;
 // A fixed time in the tar headers: the archive's bytes depend on the data, not the clock.
 const MTIME = new Date('2000-01-01T00:00:00Z');
 
-/** Writes the archive to `target` and returns the size and SHA-256 of the file written. */
+/**
+ * Writes the archive to `target` and returns the size and SHA-256 of the file written, and
+ * the length of each gzip member in it (for a read-back that inflates them in parallel).
+ */
 export async function writeArchive(
   target: string,
   entries: readonly ArchiveEntry[],
   options: { key?: Buffer; onProgress?: Progress } = {},
-): Promise<FileDigest> {
+): Promise<FileDigest & { readonly members: readonly number[] }> {
   const hash = createHash('sha256');
   let size = 0;
   const counter = new Transform({
@@ -64,19 +68,20 @@ export async function writeArchive(
       done(null, chunk);
     },
   });
+  const members: number[] = [];
   const stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream | NodeJS.WritableStream> = [
-    Readable.from(gzipStream(tarRuns(entries), options.onProgress), { objectMode: false }),
+    Readable.from(gzipStream(tarRuns(entries), members, options.onProgress), { objectMode: false }),
   ];
   if (options.key) stages.push(new EncryptStream(options.key));
   stages.push(counter, createWriteStream(target, { mode: 0o600 }));
   await pipeline(stages as unknown as [Readable, Writable]);
-  return { size, sha256: hash.digest('hex') };
+  return { size, sha256: hash.digest('hex'), members };
 }
 
 /** A stretch of the tar stream: bytes still to compress, or an entry's data compressed ahead. */
 type TarRun =
   | { readonly kind: 'raw'; readonly parts: Array<Buffer | { readonly path: string; readonly size: number }> }
-  | { readonly kind: 'compressed'; readonly path: string; readonly size: number };
+  | { readonly kind: 'compressed'; readonly path: string; readonly members: readonly number[]; readonly size: number };
 
 function tarRuns(entries: readonly ArchiveEntry[]): TarRun[] {
   const runs: TarRun[] = [];
@@ -84,7 +89,7 @@ function tarRuns(entries: readonly ArchiveEntry[]): TarRun[] {
   for (const entry of entries) {
     raw.push(tarHeader({ name: entry.name, size: entry.size, mode: 0o600, mtime: MTIME }));
     if (entry.compressed !== undefined) {
-      runs.push({ kind: 'raw', parts: raw }, { kind: 'compressed', path: entry.compressed, size: entry.size });
+      runs.push({ kind: 'raw', parts: raw }, { kind: 'compressed', ...entry.compressed, size: entry.size });
       raw = [];
     } else {
       raw.push(entry.data ?? { path: entry.path!, size: entry.size });
@@ -102,7 +107,7 @@ function tarRuns(entries: readonly ArchiveEntry[]): TarRun[] {
  * section 2.2), so a reader sees no seam. Progress counts entry bytes, a compressed entry's
  * in proportion to its members copied.
  */
-async function* gzipStream(runs: readonly TarRun[], onProgress?: Progress): AsyncGenerator<Buffer> {
+async function* gzipStream(runs: readonly TarRun[], members: number[], onProgress?: Progress): AsyncGenerator<Buffer> {
   for (const run of runs) {
     if (run.kind === 'compressed') {
       const total = (await stat(run.path)).size;
@@ -115,6 +120,8 @@ async function* gzipStream(runs: readonly TarRun[], onProgress?: Progress): Asyn
         reported = progress;
         yield chunk;
       }
+      if (copied !== run.members.reduce((sum, length) => sum + length, 0)) throw new Error(`${run.path} does not hold the members it was written with`);
+      members.push(...run.members);
       continue;
     }
     const gzip = new ParallelGzip({ level: GZIP_LEVEL });
@@ -123,6 +130,7 @@ async function* gzipStream(runs: readonly TarRun[], onProgress?: Progress): Asyn
     feeding.catch(() => undefined);
     yield* gzip as AsyncIterable<Buffer>;
     await feeding;
+    members.push(...gzip.members);
   }
 }
 
@@ -148,6 +156,11 @@ export interface ReadOptions {
   readonly onProgress?: Progress;
   /** Also compute the SHA-256 of the whole file (to compare with its index). */
   readonly hashFile?: boolean;
+  /**
+   * The gzip members' lengths, when the caller wrote the file and knows them: they are then
+   * inflated in parallel (MemberGunzip), with the same checks.
+   */
+  readonly members?: readonly number[];
 }
 
 const END_OF_ARCHIVE = TAR_END.length;
@@ -175,14 +188,14 @@ export async function readArchive(
   const fileBytes = new ByteCounter(options.hashFile === true);
   if (options.onProgress) source.on('data', (chunk) => options.onProgress!(chunk.length));
   const gzipBytes = new ByteCounter(false);
-  const gunzip = createGunzip({ chunkSize: 1024 * 1024 });
+  const gunzip: Transform & { bytesWritten: number } = options.members ? new MemberGunzip(options.members) : createGunzip({ chunkSize: 1024 * 1024 });
   const tarBytes = new ByteCounter(false);
   const stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream | NodeJS.WritableStream> = [source, fileBytes];
   if (kind === 'encrypted') stages.push(new DecryptStream(options.key!));
   stages.push(gzipBytes, gunzip, tarBytes, extract);
   // Errors these streams emit are the file's damage; any other failure (a disk, a bug) is not.
   const damage = new Set<unknown>();
-  for (const stream of [gunzip, extract]) stream.on('error', (error) => damage.add(error));
+  for (const stream of [gunzip, extract]) (stream as Transform).on('error', (error: unknown) => damage.add(error));
   const translate = (error: unknown) => translateReadError(error, damage);
   const unpacking = pipeline(stages as unknown as [Readable, Writable]).catch((error: unknown) => {
     throw translate(error);

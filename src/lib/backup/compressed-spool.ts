@@ -19,8 +19,8 @@ export class CompressedSpool {
   private readonly written: Promise<void>;
   private failure: unknown;
 
-  constructor(readonly path: string, level: number) {
-    this.gzip = new ParallelGzip({ level });
+  constructor(readonly path: string, options: { level: number; windowBits?: number }) {
+    this.gzip = new ParallelGzip(options);
     this.written = pipeline(this.gzip, createWriteStream(path, { mode: 0o600, flags: 'wx' }));
     this.written.catch((error: unknown) => {
       this.failure ??= error;
@@ -37,12 +37,12 @@ export class CompressedSpool {
     if (!this.gzip.write(bytes)) await Promise.race([once(this.gzip, 'drain'), this.written]);
   }
 
-  /** Ends the entry: its size and SHA-256 once every member is on disk. */
-  async end(): Promise<FileDigest> {
+  /** Ends the entry: its size and SHA-256, and its members' lengths, once every member is on disk. */
+  async end(): Promise<FileDigest & { readonly members: readonly number[] }> {
     if (this.failure !== undefined) throw this.failure;
     this.gzip.end();
     await this.written;
-    return { size: this.size, sha256: this.hash.digest('hex') };
+    return { size: this.size, sha256: this.hash.digest('hex'), members: this.gzip.members };
   }
 
   /** Stops writing; the file is left for the caller to remove. */

@@ -81,7 +81,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     } else {
       const { dumpPostgres } = await import('./postgres-dump.js');
       const dump = await dumpPostgres(config.settings.database.url, work);
-      entries.push({ name: 'database/postgres.sql', compressed: dump.compressed, size: dump.size });
+      entries.push({ name: 'database/postgres.sql', compressed: { path: dump.compressed, members: dump.members }, size: dump.size });
       digests.set('database/postgres.sql', { size: dump.size, sha256: dump.sha256 });
     }
     if (config.configFile) addData('config/config.yaml', await sanitizedConfigFile(config.configFile));
@@ -124,7 +124,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     const archive = path.join(directory, finalName);
     try {
       // The whole file is hashed in the same read as the checks.
-      const reread = (await verifyArchive(archive, { key, onProgress: options.onProgress, hashFile: true })).digest;
+      const reread = (await verifyArchive(archive, { key, onProgress: options.onProgress, hashFile: true, members: written.members })).digest;
       if (reread.size !== written.size || reread.sha256 !== written.sha256) {
         throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the file read back differs from what was written');
       }
