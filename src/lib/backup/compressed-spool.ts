@@ -19,7 +19,7 @@ export class CompressedSpool {
   private readonly written: Promise<void>;
   private failure: unknown;
 
-  constructor(readonly path: string, options: { level: number; windowBits?: number }) {
+  constructor(readonly path: string, options: { level: number; windowBits?: number; blockSize?: number }) {
     this.gzip = new ParallelGzip(options);
     this.written = pipeline(this.gzip, createWriteStream(path, { mode: 0o600, flags: 'wx' }));
     this.written.catch((error: unknown) => {

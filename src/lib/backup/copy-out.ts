@@ -8,6 +8,13 @@ const ERROR_RESPONSE = 0x45;
 const NOTICE_RESPONSE = 0x4e;
 const NOTIFICATION_RESPONSE = 0x41;
 const PARAMETER_STATUS = 0x53;
+/**
+ * Rows are handed on in blocks of this size, the dump's compression block: 1 MiB rather
+ * than the archive's 2 MiB, to keep a backup's peak memory under 200 MiB with the blocks
+ * in flight (the 4 KiB window makes the ratio the same).
+ */
+export const COPY_OUT_BLOCK = 1024 * 1024;
+const BLOCK = COPY_OUT_BLOCK;
 
 /**
  * `COPY ... TO STDOUT` as a readable stream of the rows' bytes, for `client.query(new
@@ -15,8 +22,10 @@ const PARAMETER_STATUS = 0x53;
  * from pg for the copy, hand back what follows the CopyDone or an ErrorResponse); the
  * parsing does not: a dump gets one CopyData message per row, and slicing a Buffer per row
  * then joining them cost about 1.5 s of the main thread per GiB, the thread that also
- * hashes the dump. Here each socket read becomes one Buffer, the rows' payloads copied into
- * it back to back.
+ * hashes the dump. Here the rows' payloads are copied back to back into blocks the size of
+ * a compression block, so that the compressor takes each as it is, with no second copy
+ * (every byte allocated costs garbage collection: about a hundred full collections per
+ * GiB in the CLI process, whose larger heap makes each dearer).
  */
 export class CopyOut extends Readable {
   private connection: pg.Connection | undefined;
@@ -28,6 +37,9 @@ export class CopyOut extends Readable {
   private code = 0;
   private remaining = 0;
   private wanted = false;
+  /** Rows are copied into blocks of BLOCK bytes, each pushed once full: one allocation per block. */
+  private block: Buffer | undefined;
+  private filled = 0;
   private forwarding = false;
   private finished = false;
   rowCount = 0;
@@ -64,16 +76,14 @@ export class CopyOut extends Readable {
   private parse(input: Buffer): void {
     const chunk = this.partial.length > 0 ? Buffer.concat([this.partial, input]) : input;
     this.partial = Buffer.alloc(0);
-    const out = Buffer.allocUnsafe(chunk.length);
-    let written = 0;
     let at = 0;
     while (at < chunk.length) {
       if (this.remaining > 0) {
         const end = Math.min(chunk.length, at + this.remaining);
-        if (this.code === COPY_DATA) written += chunk.copy(out, written, at, end);
+        if (this.code === COPY_DATA) this.keep(chunk, at, end);
         this.remaining -= end - at;
         at = end;
-        if (this.remaining === 0 && !this.continues()) return this.finish(out, written, chunk.subarray(at), false);
+        if (this.remaining === 0 && !this.continues()) return this.finish(chunk.subarray(at), false);
         continue;
       }
       if (chunk.length - at < 5) {
@@ -81,13 +91,27 @@ export class CopyOut extends Readable {
         break;
       }
       const code = chunk[at]!;
-      if (code === ERROR_RESPONSE) return this.finish(out, written, chunk.subarray(at), true);
+      if (code === ERROR_RESPONSE) return this.finish(chunk.subarray(at), true);
       this.code = code;
       this.remaining = chunk.readUInt32BE(at + 1) - 4;
       at += 5;
-      if (this.remaining === 0 && !this.continues()) return this.finish(out, written, chunk.subarray(at), false);
+      if (this.remaining === 0 && !this.continues()) return this.finish(chunk.subarray(at), false);
     }
-    if (written > 0) this.wanted = this.push(out.subarray(0, written));
+  }
+
+  /** Copies row bytes into the current block, pushing each block as it fills. */
+  private keep(chunk: Buffer, start: number, end: number): void {
+    while (start < end) {
+      this.block ??= Buffer.allocUnsafe(BLOCK);
+      const copied = chunk.copy(this.block, this.filled, start, end);
+      this.filled += copied;
+      start += copied;
+      if (this.filled === BLOCK) {
+        this.wanted = this.push(this.block);
+        this.block = undefined;
+        this.filled = 0;
+      }
+    }
   }
 
   /** Messages that may come between CopyData ones; anything else (CopyDone) ends the copy. */
@@ -102,9 +126,10 @@ export class CopyOut extends Readable {
   }
 
   /** The copy is over (CopyDone, or an error pg will report): pg reads the rest. */
-  private finish(out: Buffer, written: number, rest: Buffer, failed: boolean): void {
+  private finish(rest: Buffer, failed: boolean): void {
     this.finished = true;
-    if (written > 0) this.push(out.subarray(0, written));
+    if (this.block && this.filled > 0) this.push(this.block.subarray(0, this.filled));
+    this.block = undefined;
     const socket = this.connection!.stream;
     socket.removeListener('readable', this.onReadable);
     socket.addListener('data', this.pgDataHandler!);

@@ -10,13 +10,13 @@ import { syncDirectory, syncFile } from '../files/durable-write.js';
 import { asWriteFailure, describeFsError } from '../fs-errors.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
-import { digestFile, writeArchive, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
+import { digestFile, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
+import { inWorker } from './in-worker.js';
 import { acquireBackupLock } from './lock.js';
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './manifest.js';
 import { archiveName, recordFrom, writeIndex, type BackupRecord } from './repository.js';
 import { exportNotifications, sanitizedConfigFile } from './settings-export.js';
 import { snapshotSqlite } from './sqlite-snapshot.js';
-import { verifyArchive } from './verify.js';
 
 export interface CreateBackupOptions {
   readonly db: Database;
@@ -79,8 +79,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       await snapshotSqlite(db.location, snapshot);
       await addFile('database/sqlite.db', snapshot);
     } else {
-      const { dumpPostgres } = await import('./postgres-dump.js');
-      const dump = await dumpPostgres(config.settings.database.url, work);
+      const dump = await inWorker('dumpPostgres', [config.settings.database.url, work]);
       entries.push({ name: 'database/postgres.sql', compressed: { path: dump.compressed, members: dump.members }, size: dump.size });
       digests.set('database/postgres.sql', { size: dump.size, sha256: dump.sha256 });
     }
@@ -111,7 +110,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     options.onPhase?.('pack', entries.reduce((sum, entry) => sum + entry.size, 0));
     let written;
     try {
-      written = await writeArchive(partial, all, { key, onProgress: options.onProgress });
+      written = await inWorker('writeArchive', [partial, all, key], options.onProgress);
       await syncFile(partial);
       await rename(partial, path.join(directory, finalName));
       await syncDirectory(directory);
@@ -124,7 +123,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     const archive = path.join(directory, finalName);
     try {
       // The whole file is hashed in the same read as the checks.
-      const reread = (await verifyArchive(archive, { key, onProgress: options.onProgress, hashFile: true, members: written.members })).digest;
+      const reread = await inWorker('verifyWritten', [archive, key, written.members], options.onProgress);
       if (reread.size !== written.size || reread.sha256 !== written.sha256) {
         throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the file read back differs from what was written');
       }

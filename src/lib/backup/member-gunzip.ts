@@ -22,7 +22,7 @@ export class MemberGunzip extends Transform {
   private pending: Buffer[] = [];
   private pendingLength = 0;
   private readonly inFlight: Array<Promise<Buffer>> = [];
-  private readonly maxInFlight = Math.max(2, availableParallelism() * 2);
+  private readonly maxInFlight = Math.max(2, availableParallelism() + 1);
 
   constructor(private readonly members: readonly number[]) {
     super();
@@ -63,7 +63,11 @@ export class MemberGunzip extends Transform {
   }
 
   private async inflate(member: Buffer): Promise<Buffer> {
-    const { buffer, engine } = await gunzipWithInfo(member, { info: true, chunkSize: 1024 * 1024 });
+    // The member's last four bytes say how long it inflates to (mod 4 GiB): one output buffer of
+    // that size saves zlib's trips back to this thread and the copies that join them.
+    const inflated = member.length >= 18 ? member.readUInt32LE(member.length - 4) : 0;
+    const chunkSize = Math.min(Math.max(inflated, 64 * 1024), 16 * 1024 * 1024);
+    const { buffer, engine } = await gunzipWithInfo(member, { info: true, chunkSize });
     // One member, whole: zlib stops after it and ignores what follows, so check it used all.
     if (engine.bytesWritten !== member.length) throw new Error('invalid gzip member boundary');
     this.bytesWritten += member.length;

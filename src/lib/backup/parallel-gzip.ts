@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 
 const gzipAsync = promisify(gzip);
-const OUTPUT_CHUNK = 1024 * 1024;
+const OUTPUT_CHUNK = 512 * 1024;
 
 /**
  * gzip on every core: the input is cut into blocks compressed independently on libuv's
@@ -28,23 +28,29 @@ export class ParallelGzip extends Transform {
     this.level = options.level ?? 1;
     this.windowBits = options.windowBits ?? 15;
     this.blockSize = options.blockSize ?? 2 * 1024 * 1024;
-    this.maxInFlight = Math.max(2, (options.parallelism ?? availableParallelism()) * 2);
+    // One block more than there are cores keeps them busy; each more only adds memory.
+    this.maxInFlight = Math.max(2, (options.parallelism ?? availableParallelism()) + 1);
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
+    // A chunk of a whole block (CopyOut's) goes as it is, not copied behind smaller ones.
+    if (chunk.length >= this.blockSize && this.pendingLength > 0) this.inFlight.push(this.compress(this.takePending()));
     this.pending.push(chunk);
     this.pendingLength += chunk.length;
-    if (this.pendingLength < this.blockSize) return done();
-    const block = Buffer.concat(this.pending);
+    if (this.pendingLength >= this.blockSize) this.inFlight.push(this.compress(this.takePending()));
+    this.drainTo(this.maxInFlight - 1).then(() => done(), done);
+  }
+
+  /** Back-pressure: writes out the oldest blocks until at most `count` are in flight. */
+  private async drainTo(count: number): Promise<void> {
+    while (this.inFlight.length > count) this.emitMember(await this.inFlight.shift()!);
+  }
+
+  private takePending(): Buffer {
+    const block = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingLength);
     this.pending = [];
     this.pendingLength = 0;
-    this.inFlight.push(this.compress(block));
-    // Back-pressure: wait for the oldest block before taking more than maxInFlight.
-    if (this.inFlight.length < this.maxInFlight) return done();
-    this.inFlight.shift()!.then((compressed) => {
-      this.emitMember(compressed);
-      done();
-    }, done);
+    return block;
   }
 
   private emitMember(member: Buffer): void {
@@ -60,8 +66,7 @@ export class ParallelGzip extends Transform {
   }
 
   override _flush(done: TransformCallback): void {
-    if (this.pendingLength > 0 || this.inFlight.length === 0) this.inFlight.push(this.compress(Buffer.concat(this.pending)));
-    this.pending = [];
+    if (this.pendingLength > 0 || this.inFlight.length === 0) this.inFlight.push(this.compress(this.takePending()));
     Promise.all(this.inFlight.splice(0)).then((blocks) => {
       for (const block of blocks) this.emitMember(block);
       done();

@@ -4,7 +4,7 @@ import { LicenseServerError } from '../errors.js';
 import { TABLES } from '../storage/migrations.js';
 import { readDumpSchema, quoteIdent } from './postgres-schema.js';
 import { CompressedSpool } from './compressed-spool.js';
-import { CopyOut } from './copy-out.js';
+import { COPY_OUT_BLOCK, CopyOut } from './copy-out.js';
 
 // A 4 KiB deflate window instead of 32 KiB: rows of a table repeat their neighbours', and
 // zlib's fastest level then finds as many matches in less time. Measured on the bench's
@@ -38,7 +38,7 @@ export interface PostgresDump {
  */
 export async function dumpPostgres(url: string, directory: string, options: { level?: number } = {}): Promise<PostgresDump> {
   const client = await connect(url);
-  const spool = new CompressedSpool(path.join(directory, 'postgres.sql.gz'), { level: options.level ?? 1, windowBits: DUMP_WINDOW_BITS });
+  const spool = new CompressedSpool(path.join(directory, 'postgres.sql.gz'), { level: options.level ?? 1, windowBits: DUMP_WINDOW_BITS, blockSize: COPY_OUT_BLOCK });
   try {
     const { schemaVersion, tables } = await beginSnapshot(client);
     const schema = await readDumpSchema(client, tables);

@@ -10,8 +10,8 @@ const END_OF_ROWS = Buffer.from('\\.\n');
 const NEWLINE_END_OF_ROWS = Buffer.from('\n\\.\n');
 
 /**
- * Runs a dump written by dumpPostgres (either layout: docs/backup-format.md) on `client`,
- * inside the caller's transaction. Statements end with `;` at the end of a line; a
+ * Runs a dump written by dumpPostgres (either layout: docs/backup-format.md), from a file
+ * or as it is read from an archive, on `client`, inside the caller's transaction. Statements end with `;` at the end of a line; a
  * `COPY ... FROM stdin;` statement is followed by its rows up to a line `\.`. The file is
  * handled as bytes: rows go to the server in the large slices they were read in, never
  * decoded or split into lines here.
@@ -24,7 +24,7 @@ const NEWLINE_END_OF_ROWS = Buffer.from('\n\\.\n');
  *   already frozen and visible, so nothing has to revisit them after the commit. The table
  *   is new in this transaction, so no other transaction could have seen it before anyway.
  */
-export async function loadDump(client: pg.Client, dumpFile: string, options: { readSize?: number } = {}): Promise<void> {
+export async function loadDump(client: pg.Client, dump: string | AsyncIterable<Buffer>, options: { readSize?: number } = {}): Promise<void> {
   const deferred: string[] = [];
   const created = new Set<string>();
   let copying: (Writable & { done: Promise<void> }) | undefined;
@@ -57,40 +57,54 @@ export async function loadDump(client: pg.Client, dumpFile: string, options: { r
     if (!copying!.write(rows)) await Promise.race([new Promise<void>((resolve) => copying!.once('drain', () => resolve())), copying!.done]);
   };
 
-  for await (const chunk of createReadStream(dumpFile, { highWaterMark: options.readSize ?? 1024 * 1024 })) {
-    let data: Buffer = pending.length ? Buffer.concat([pending, chunk as Buffer]) : (chunk as Buffer);
-    pending = Buffer.alloc(0);
-    for (;;) {
-      if (copying) {
-        const at = endOfRows(data, rowsStarted);
-        if (at === -1) {
-          // Hold back what could be the start of the `\.` line split across two reads.
-          const keep = Math.min(data.length, NEWLINE_END_OF_ROWS.length - 1);
-          await send(data.subarray(0, data.length - keep));
-          pending = Buffer.from(data.subarray(data.length - keep));
+  const source = typeof dump === 'string' ? createReadStream(dump, { highWaterMark: options.readSize ?? 1024 * 1024 }) : dump;
+  try {
+    await readStatements();
+  } catch (error) {
+    // A source that fails mid-COPY (an archive found damaged) must not leave the COPY open:
+    // CopyFail ends it on the server and the connection can roll back.
+    if (copying) {
+      copying.destroy(error instanceof Error ? error : new Error(String(error)));
+      await copying.done.catch(() => undefined);
+    }
+    throw error;
+  }
+  async function readStatements(): Promise<void> {
+    for await (const chunk of source) {
+      let data: Buffer = pending.length ? Buffer.concat([pending, chunk as Buffer]) : (chunk as Buffer);
+      pending = Buffer.alloc(0);
+      for (;;) {
+        if (copying) {
+          const at = endOfRows(data, rowsStarted);
+          if (at === -1) {
+            // Hold back what could be the start of the `\.` line split across two reads.
+            const keep = Math.min(data.length, NEWLINE_END_OF_ROWS.length - 1);
+            await send(data.subarray(0, data.length - keep));
+            pending = Buffer.from(data.subarray(data.length - keep));
+            break;
+          }
+          await send(data.subarray(0, at));
+          data = data.subarray(at + END_OF_ROWS.length);
+          copying.end();
+          await copying.done;
+          copying = undefined;
+          continue;
+        }
+        // Statement mode: whole lines up to one that ends with a semicolon.
+        const newline = data.indexOf(NEWLINE);
+        if (newline === -1) {
+          pending = Buffer.from(data);
           break;
         }
-        await send(data.subarray(0, at));
-        data = data.subarray(at + END_OF_ROWS.length);
-        copying.end();
-        await copying.done;
-        copying = undefined;
-        continue;
-      }
-      // Statement mode: whole lines up to one that ends with a semicolon.
-      const newline = data.indexOf(NEWLINE);
-      if (newline === -1) {
-        pending = Buffer.from(data);
-        break;
-      }
-      const line = data.toString('utf8', 0, newline);
-      data = data.subarray(newline + 1);
-      if (line.startsWith('--')) continue;
-      lines.push(line);
-      if (line.trimEnd().endsWith(';')) {
-        const statement = lines.join('\n').trim();
-        lines = [];
-        if (statement) await runStatement(statement);
+        const line = data.toString('utf8', 0, newline);
+        data = data.subarray(newline + 1);
+        if (line.startsWith('--')) continue;
+        lines.push(line);
+        if (line.trimEnd().endsWith(';')) {
+          const statement = lines.join('\n').trim();
+          lines = [];
+          if (statement) await runStatement(statement);
+        }
       }
     }
   }

@@ -20,11 +20,46 @@ async function hasTable(client: { query<R extends Row>(sql: string, params?: unk
 }
 
 export async function restorePostgres(url: string, dumpFile: string, carry: RevocationCarry): Promise<void> {
+  const restore = await openPostgresRestore(url, carry);
+  try {
+    await restore.load(dumpFile);
+    await restore.commit();
+  } finally {
+    await restore.close();
+  }
+}
+
+/** A restore transaction, open: load a dump beside the old tables, then swap and commit. */
+export interface PostgresRestore {
+  /** Runs the dump (a file, or bytes as they are read from the archive) into a schema of its own. */
+  load(dump: string | AsyncIterable<Buffer>): Promise<void>;
+  /** Drops the old tables, moves the loaded ones in their place, re-applies the carried revocations, commits. */
+  commit(): Promise<void>;
+  /** Rolls back unless committed, and disconnects. */
+  close(): Promise<void>;
+}
+
+/**
+ * Begins the replacement: reads the revocations to carry (locking writes to those tables
+ * until the end) and makes an empty schema for the dump, all inside one transaction that
+ * nothing outside sees until commit(). The old tables stay readable meanwhile: a restore
+ * that streams its dump while the archive is still being checked opens this first, and once
+ * the whole archive has passed, takes its pre-restore backup of the old tables, then
+ * commits; a damaged archive rolls back with nothing taken or changed.
+ */
+export async function openPostgresRestore(url: string, carry: RevocationCarry): Promise<PostgresRestore> {
   const client = await connect(url, 'license-server restore');
   const tx: Queryable = {
     query: async <R extends Row>(sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rows as R[],
     execute: async (sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rowCount ?? 0,
   };
+  // Without a commit, ending the session rolls the transaction back; an explicit ROLLBACK
+  // could wait forever behind a COPY its source stopped feeding.
+  const close = async () => {
+    await client.end().catch(() => undefined);
+  };
+  const staging = `license_restore_${randomBytes(6).toString('hex')}`;
+  let home = 'public';
   try {
     await client.query('BEGIN');
     const present = await client.query<{ n: number }>(
@@ -36,16 +71,48 @@ export async function restorePostgres(url: string, dumpFile: string, carry: Revo
       await client.query(`LOCK TABLE ${[...CARRIED_TABLES, ...(machines ? ['machines'] : [])].join(', ')} IN SHARE MODE`);
       await carry.read(tx, { machines });
     }
-    for (const table of [...TABLES].reverse()) await client.query(`DROP TABLE IF EXISTS ${table.name} CASCADE`);
-    await executeDump(client, dumpFile);
-    await carry.apply(tx, { machines: await hasTable(client, 'machines') });
-    await client.query('COMMIT');
+    // The dump is written unqualified (docs/backup-format.md), so it loads wherever the
+    // search_path points; our tables are in the schema it pointed to before.
+    home = (await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]!.schema;
+    await client.query(`CREATE SCHEMA ${staging}`);
+    // Behind the new schema, the old one: a default calling a function of ours still resolves.
+    await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [`${staging}, ${pgQuoteIdent(home)}`]);
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    await close();
     throw asBackupError(error);
-  } finally {
-    await client.end().catch(() => undefined);
   }
+  return {
+    load: async (dump) => {
+      try {
+        await loadDump(client, dump);
+      } catch (error) {
+        throw asBackupError(error);
+      }
+    },
+    commit: async () => {
+      try {
+        await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [pgQuoteIdent(home)]);
+        for (const table of [...TABLES].reverse()) await client.query(`DROP TABLE IF EXISTS ${table.name} CASCADE`);
+        const loaded = await client.query<{ name: string }>(
+          `SELECT c.relname AS name FROM pg_catalog.pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p')`,
+          [staging],
+        );
+        // Indexes, constraints and identity sequences move with their tables.
+        for (const { name } of loaded.rows) await client.query(`ALTER TABLE ${staging}.${pgQuoteIdent(name)} SET SCHEMA ${pgQuoteIdent(home)}`);
+        // RESTRICT: anything else the dump made is refused rather than dropped unseen.
+        await client.query(`DROP SCHEMA ${staging} RESTRICT`);
+        await carry.apply(tx, { machines: await hasTable(client, 'machines') });
+        await client.query('COMMIT');
+      } catch (error) {
+        throw asBackupError(error);
+      }
+    },
+    close,
+  };
+}
+
+function pgQuoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
 }
 
 /** Loads a dump into a fresh scratch database beside `url`'s, counts its rows, drops it. */

@@ -16,11 +16,12 @@ import { daemonUsing } from './daemon-registry.js';
 import type { ConvertedTables } from './cross-engine/sqlite-to-postgres.js';
 import { acquireBackupLock } from './lock.js';
 import type { Manifest } from './manifest.js';
+import type { PostgresRestore } from './postgres-restore.js';
 import { resolveBackup, type BackupRecord } from './repository.js';
 import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revocations.js';
 import { mergeRestoredConfig } from './settings-export.js';
 import { checkSqlite } from './sqlite-snapshot.js';
-import { verifyArchive } from './verify.js';
+import { verifyArchive, type EntryConsumers } from './verify.js';
 
 export interface RestoreOptions {
   readonly config: ResolvedConfig;
@@ -109,39 +110,82 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       if (name.startsWith('.restore-')) await rm(path.join(stagingParent, name), { recursive: true, force: true });
     }
     staging = await mkdtemp(path.join(stagingParent, '.restore-'));
-    const archive = await verifyArchive(file, { key: settings.backup.encryptionKey, extractTo: staging, onProgress: options.onProgress, expected: record });
-    const { manifest } = archive;
-    checkCompatible(manifest);
-    // The chunk tags and SHA-256 prove these are the very bytes that passed quick_check when
-    // the backup was made; quick_check again guards the swap in seconds, where integrity_check
-    // takes minutes on a large database (`backup validate` runs the full check).
-    if (manifest.engine === 'sqlite') await checkSqlite(archive.files.get('database/sqlite.db')!, 'quick_check');
-    const target: Engine = postgres ? 'postgres' : 'sqlite';
-    // A backup of the other engine is converted now, before anything is replaced: a value the
-    // target cannot store stops the restore here, with nothing changed.
-    let converted: ConvertedTables | undefined;
-    let database = archive.files.get(manifest.engine === 'sqlite' ? 'database/sqlite.db' : 'database/postgres.sql')!;
-    if (manifest.engine !== target) {
-      options.onPhase?.('convert');
-      const { convertForEngine } = await import('./cross-engine/convert.js');
-      ({ converted, file: database } = await convertForEngine(manifest.engine, database, staging));
-    }
     const user = options.inDaemon ? undefined : await daemonUsing(settings.database.url);
     if (user) {
       throw new LicenseServerError('DATABASE_IN_USE', `a license-server daemon (${user}) is using the database; stop it or restore through its API`);
     }
-
-    options.onPhase?.('safety-backup');
-    const safety = await preRestoreBackup(options, directory);
-
-    options.onPhase?.('restore');
-    await options.beforeSwap?.();
     const carry = new RevocationCarry(options.keepRevocations ?? true);
-    if (postgres) {
-      const { restorePostgres } = await import('./postgres-restore.js');
-      await restorePostgres(settings.database.url, database, carry);
-    } else {
-      await swapSqlite(settings.database.url, database, carry);
+    let safety: BackupRecord | undefined;
+    // A PostgreSQL backup restored into PostgreSQL is loaded while the archive is read and
+    // checked, beside the old tables inside the restore's transaction; only after the whole
+    // archive has passed are the pre-restore backup taken and the tables swapped: a damaged
+    // backup still changes nothing and leaves no backup behind, and the load no longer waits
+    // for a separate pass over the archive (and a staged copy of the dump) to finish.
+    let streamed: PostgresRestore | undefined;
+    let starting: Promise<unknown> | undefined;
+    let stopped = false;
+    const startStreamedRestore = (manifest: Manifest): Promise<EntryConsumers | undefined> => {
+      const started = startStreamed(manifest);
+      starting = started.catch(() => undefined);
+      return started;
+    };
+    const startStreamed = async (manifest: Manifest): Promise<EntryConsumers | undefined> => {
+      checkCompatible(manifest);
+      if (!postgres || manifest.engine !== 'postgres' || stopped) return undefined;
+      const { openPostgresRestore } = await import('./postgres-restore.js');
+      const restore = await openPostgresRestore(settings.database.url, carry);
+      streamed = restore;
+      return { 'database/postgres.sql': (content) => restore.load(content) };
+    };
+    let archive;
+    try {
+      archive = await verifyArchive(file, {
+        key: settings.backup.encryptionKey,
+        extractTo: staging,
+        onProgress: options.onProgress,
+        expected: record,
+        onManifest: startStreamedRestore,
+      });
+      if (streamed) {
+        options.onPhase?.('safety-backup');
+        safety = await preRestoreBackup(options, directory);
+        options.onPhase?.('restore');
+        await options.beforeSwap?.();
+        await streamed.commit();
+      }
+    } finally {
+      stopped = true;
+      await starting;
+      await streamed?.close();
+    }
+    const { manifest } = archive;
+    const target: Engine = postgres ? 'postgres' : 'sqlite';
+    let converted: ConvertedTables | undefined;
+    if (!streamed) {
+      // The chunk tags and SHA-256 prove these are the very bytes that passed quick_check when
+      // the backup was made; quick_check again guards the swap in seconds, where integrity_check
+      // takes minutes on a large database (`backup validate` runs the full check).
+      if (manifest.engine === 'sqlite') await checkSqlite(archive.files.get('database/sqlite.db')!, 'quick_check');
+      // A backup of the other engine is converted now, before anything is replaced: a value the
+      // target cannot store stops the restore here, with nothing changed.
+      let database = archive.files.get(manifest.engine === 'sqlite' ? 'database/sqlite.db' : 'database/postgres.sql')!;
+      if (manifest.engine !== target) {
+        options.onPhase?.('convert');
+        const { convertForEngine } = await import('./cross-engine/convert.js');
+        ({ converted, file: database } = await convertForEngine(manifest.engine, database, staging));
+      }
+
+      options.onPhase?.('safety-backup');
+      safety = await preRestoreBackup(options, directory);
+
+      options.onPhase?.('restore');
+      await options.beforeSwap?.();
+      if (postgres) {
+        const { restorePostgres } = await import('./postgres-restore.js');
+        await restorePostgres(settings.database.url, database, carry);
+      } else {
+        await swapSqlite(settings.database.url, database, carry);
+      }
     }
     const moved = converted ? { from: manifest.engine, to: target, rows: converted.rows } : null;
     const revocations = carry.result;

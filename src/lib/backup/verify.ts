@@ -1,6 +1,8 @@
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import { LicenseServerError } from '../errors.js';
 import { digestOf, readArchive, type EntryName, type FileDigest, type Progress } from './archive.js';
@@ -24,30 +26,51 @@ export interface VerifiedArchive {
  */
 export async function verifyArchive(
   file: string,
-  options: { key?: Buffer; extractTo?: string; onProgress?: Progress; expected?: FileDigest; hashFile?: boolean; members?: readonly number[] },
+  options: {
+    key?: Buffer;
+    extractTo?: string;
+    onProgress?: Progress;
+    expected?: FileDigest;
+    hashFile?: boolean;
+    members?: readonly number[];
+    /**
+     * Called with the manifest before any other entry is read; it may return consumers
+     * that receive entries as they are read, instead of their being extracted (a restore
+     * that loads the dump meanwhile). A consumer's failure is thrown only once the whole
+     * archive has been checked: if the archive is damaged, that is the error instead.
+     */
+    onManifest?: (manifest: Manifest) => Promise<EntryConsumers | undefined>;
+  },
 ): Promise<VerifiedArchive> {
   let manifest: Manifest | undefined;
+  let consumers: EntryConsumers | undefined;
+  let consumerFailure: { error: unknown } | undefined;
   const seen = new Set<string>();
   const files = new Map<EntryName, string>();
   const { encrypted, size, sha256 } = await readArchive(file, { ...options, hashFile: options.hashFile === true || options.expected !== undefined }, async (name, content: Readable) => {
     if (!manifest) {
       if (name !== 'manifest.json') throw new LicenseServerError('BACKUP_INVALID', 'the archive does not start with manifest.json');
       manifest = parseManifest(await text(content));
+      consumers = await options.onManifest?.(manifest);
       return;
     }
     const listed = manifest.entries.find((entry) => entry.name === name);
     if (!listed) throw new LicenseServerError('BACKUP_INVALID', `the archive holds ${name}, which its manifest does not list`);
     if (seen.has(name)) throw new LicenseServerError('BACKUP_INVALID', `the archive holds ${name} twice`);
     seen.add(name);
+    const consumer = consumers?.[name as EntryName];
+    if (consumer) {
+      const digest = await digestWhileConsuming(content, consumer);
+      if (digest.failure && !consumerFailure) consumerFailure = digest.failure;
+      checkDigest(name, digest, listed);
+      return;
+    }
     let target: string | undefined;
     if (options.extractTo) {
       target = path.join(options.extractTo, name.replace(/\//g, '__'));
       files.set(name, target);
     }
-    const digest = await digestOf(content, target ? createWriteStream(target, { mode: 0o600 }) : undefined);
-    if (digest.size !== listed.size || digest.sha256 !== listed.sha256) {
-      throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${name} does not match its checksum in the manifest`);
-    }
+    checkDigest(name, await digestOf(content, target ? createWriteStream(target, { mode: 0o600 }) : undefined), listed);
   });
   // A listed backup's index holds the archive's exact size and SHA-256: nothing may differ.
   if (options.expected && (size !== options.expected.size || sha256 !== options.expected.sha256)) {
@@ -57,5 +80,53 @@ export async function verifyArchive(
   for (const entry of manifest.entries) {
     if (!seen.has(entry.name)) throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${entry.name} is missing`);
   }
+  if (consumerFailure) throw consumerFailure.error;
   return { manifest, encrypted, files, digest: { size, sha256 } };
+}
+
+/** Receives one entry's bytes as they are read and checked. */
+export type EntryConsumers = Partial<Record<EntryName, (content: AsyncIterable<Buffer>) => Promise<void>>>;
+
+function checkDigest(name: string, digest: FileDigest, listed: FileDigest): void {
+  if (digest.size !== listed.size || digest.sha256 !== listed.sha256) {
+    throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${name} does not match its checksum in the manifest`);
+  }
+}
+
+/**
+ * Hashes an entry while `consume` reads it. A consumer that fails stops receiving bytes, but
+ * the entry is still read and hashed to its end, so that damage is told apart from a
+ * consumer's own failure (a loader refusing garbage that a later CRC would have caught).
+ */
+async function digestWhileConsuming(content: Readable, consume: (content: AsyncIterable<Buffer>) => Promise<void>): Promise<FileDigest & { failure?: { error: unknown } }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  const feed = new PassThrough({ highWaterMark: 1024 * 1024 });
+  let settled = false;
+  let failure: { error: unknown } | undefined;
+  const consuming = consume(feed).then(
+    () => {
+      settled = true;
+    },
+    (error: unknown) => {
+      settled = true;
+      failure = { error };
+      feed.destroy();
+    },
+  );
+  try {
+    for await (const chunk of content as AsyncIterable<Buffer>) {
+      hash.update(chunk);
+      size += chunk.length;
+      if (!settled && !feed.write(chunk)) await Promise.race([once(feed, 'drain').catch(() => undefined), consuming]);
+    }
+  } catch (error) {
+    // The archive failed under the consumer: it stops too, before the error goes on.
+    feed.destroy(error instanceof Error ? error : new Error(String(error)));
+    await consuming;
+    throw error;
+  }
+  if (!settled) feed.end();
+  await consuming;
+  return { size, sha256: hash.digest('hex'), failure };
 }
