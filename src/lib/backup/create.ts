@@ -11,6 +11,7 @@ import { describeFsError } from '../fs-errors.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
 import { digestFile, writeArchive, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
+import { clearDebris } from './debris.js';
 import { acquireBackupLock } from './lock.js';
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './manifest.js';
 import { archiveName, recordFrom, writeIndex, type BackupRecord } from './repository.js';
@@ -55,6 +56,10 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     throw new LicenseServerError('FILE_WRITE_FAILED', `cannot create the backup directory ${directory}: ${describeFsError(error)}`);
   }
   const release = options.lockHeld ? async () => undefined : await acquireBackupLock(directory, 'create', now(context), config.settings.database.url);
+  if (!options.lockHeld) {
+    // Before the new archive takes room: what killed runs left may be large.
+    await clearDebris({ directory, databaseUrl: config.settings.database.url, locked: { db, context, key } }).catch(() => undefined);
+  }
   const started = now(context);
   const id = newBackupId(started);
   const work = await mkdtemp(path.join(directory, `.tmp-${id}-`));
@@ -126,15 +131,23 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       throw error;
     }
     const record = recordFrom(manifest, { name: finalName, size: written.size, sha256: written.sha256 }, key !== undefined, now(context));
+    // The audit entry before the index: a kill between them leaves an unlisted archive whose
+    // entry exists, which the next lock holder lists without a second entry (debris.ts); the
+    // other order would leave a listed backup with no entry.
+    try {
+      await db.transaction((tx) =>
+        recordAudit(tx, context, {
+          action: 'backup.created',
+          entityType: 'backup',
+          entityId: id,
+          details: { trigger: record.trigger, size: record.size, encrypted: record.encrypted, file: record.file },
+        }),
+      );
+    } catch (error) {
+      await rm(archive, { force: true });
+      throw error;
+    }
     await writeIndex(directory, record);
-    await db.transaction((tx) =>
-      recordAudit(tx, context, {
-        action: 'backup.created',
-        entityType: 'backup',
-        entityId: id,
-        details: { trigger: record.trigger, size: record.size, encrypted: record.encrypted, file: record.file },
-      }),
-    );
     return record;
   } finally {
     await rm(partial, { force: true }).catch(() => undefined);

@@ -2,9 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
 import type { Progress } from './archive.js';
+import { clearDebris } from './debris.js';
 import { resolveBackup } from './repository.js';
 import { checkSqlite, sqliteSchemaVersion } from './sqlite-snapshot.js';
 import { verifyArchive } from './verify.js';
+import { ownedWorkPrefix } from './work-owner.js';
 
 export interface ValidationCheck {
   readonly check: string;
@@ -38,9 +40,15 @@ export async function validateBackup(options: {
    */
   scratchDatabaseUrl?: string;
   onProgress?: Progress;
+  /** database.url: with it, dead validates' and restores' leftovers there are cleared too. */
+  databaseUrl?: string;
 }): Promise<BackupValidation> {
+  // No lock: a validate reads, and may run beside a create. It clears only what dead
+  // processes left (named by their owner) and a finished prune's archives; adopting an
+  // unlisted archive is for the lock holder (debris.ts).
+  await clearDebris({ directory: options.directory, databaseUrl: options.databaseUrl ?? options.scratchDatabaseUrl }).catch(() => undefined);
   const { file, record } = await resolveBackup(options.directory, options.reference);
-  const work = await mkdtemp(path.join(path.dirname(file), '.validate-'));
+  const work = await mkdtemp(path.join(path.dirname(file), ownedWorkPrefix('validate')));
   try {
     const archive = await verifyArchive(file, { key: options.key, extractTo: work, onProgress: options.onProgress, expected: record });
     const { manifest } = archive;
