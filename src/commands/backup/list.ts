@@ -27,7 +27,9 @@ Warns on standard error (also with --json, whose output stays the list) about wh
         { header: 'TRIGGER', value: (b) => b.trigger },
       ], '(no backups)'),
     );
-    for (const item of await findDebris({ directory, databaseUrl: config.settings.database.url })) this.warnLine(item.message);
+    // On standard error even with --json (where warnLine is silent): a script keeps its
+    // array on stdout and still sees that interrupted work needs attention.
+    for (const item of await findDebris({ directory, databaseUrl: config.settings.database.url })) process.stderr.write(`warning: ${item.message}\n`);
     return backups;
   }
 }
