@@ -7,7 +7,7 @@ import { displayEntries } from '../config/resolve.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { syncDirectory, syncFile } from '../files/durable-write.js';
-import { describeFsError } from '../fs-errors.js';
+import { asWriteFailure, describeFsError } from '../fs-errors.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
 import { digestFile, writeArchive, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
@@ -62,7 +62,14 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
   }
   const started = now(context);
   const id = newBackupId(started);
-  const work = await mkdtemp(path.join(directory, `.tmp-${id}-`));
+  const writeFailed = `cannot write the backup into ${directory}`;
+  let work: string;
+  try {
+    work = await mkdtemp(path.join(directory, `.tmp-${id}-`));
+  } catch (error) {
+    await release();
+    throw asWriteFailure(error, writeFailed);
+  }
   const finalName = archiveName(id, key !== undefined);
   const partial = path.join(directory, `${finalName}.partial`);
   try {
@@ -79,7 +86,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     } else {
       const { dumpPostgres } = await import('./postgres-dump.js');
       const dump = await dumpPostgres(config.settings.database.url, work);
-      entries.push({ name: 'database/postgres.sql', parts: dump.files, size: dump.size });
+      entries.push({ name: 'database/postgres.sql', compressed: dump.compressed, size: dump.size });
       digests.set('database/postgres.sql', { size: dump.size, sha256: dump.sha256 });
     }
     if (config.configFile) addData('config/config.yaml', await sanitizedConfigFile(config.configFile));
@@ -115,7 +122,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       await syncDirectory(directory);
     } catch (error) {
       if (error instanceof LicenseServerError) throw error;
-      throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write the backup into ${directory}: ${describeFsError(error)}`);
+      throw new LicenseServerError('FILE_WRITE_FAILED', `${writeFailed}: ${describeFsError(error)}`);
     }
 
     options.onPhase?.('verify', written.size);
@@ -147,8 +154,14 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       await rm(archive, { force: true });
       throw error;
     }
+    // An index that cannot be written (the disk filled just now) leaves the verified archive
+    // with its audit entry: the next create or prune lists it (debris.ts) rather than the log
+    // naming a backup that was deleted.
     await writeIndex(directory, record);
     return record;
+  } catch (error) {
+    // The snapshot or dump ran out of room (packing, above, says so itself).
+    throw asWriteFailure(error, writeFailed);
   } finally {
     await rm(partial, { force: true }).catch(() => undefined);
     await rm(work, { recursive: true, force: true }).catch(() => undefined);

@@ -1,9 +1,10 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
-import type { Database } from '../storage/types.js';
-import { acquireBackupLock } from './lock.js';
 import { syncDirectory } from '../files/durable-write.js';
+import { asWriteFailure } from '../fs-errors.js';
+import type { Database } from '../storage/types.js';
 import { clearDebris } from './debris.js';
+import { acquireBackupLock } from './lock.js';
 import { listBackups, removePruned, unlistForPrune, type BackupRecord } from './repository.js';
 
 export interface RetentionPolicy {
@@ -86,17 +87,26 @@ export async function pruneBackups(options: {
     const plan = planRetention(await listBackups(options.directory), options.policy, now(options.context));
     if (options.dryRun || plan.remove.length === 0) return plan;
     const removed = plan.remove.map((backup) => backup.backup_id);
+    const writeFailed = `cannot remove backups from ${options.directory}`;
     // Unlist all, audit, then delete: a kill anywhere leaves marks the next lock holder
     // finishes the prune from, writing the audit entry if this one did not (debris.ts).
-    for (const id of removed) await unlistForPrune(options.directory, id);
-    await syncDirectory(options.directory);
+    try {
+      for (const id of removed) await unlistForPrune(options.directory, id);
+      await syncDirectory(options.directory);
+    } catch (error) {
+      throw asWriteFailure(error, writeFailed);
+    }
     if (options.db) {
       await options.db.transaction((tx) =>
         recordAudit(tx, options.context, { action: 'backup.pruned', entityType: 'backup', details: { removed, kept: plan.keep.length } }),
       );
     }
-    for (const id of removed) await removePruned(options.directory, id);
-    await syncDirectory(options.directory);
+    try {
+      for (const id of removed) await removePruned(options.directory, id);
+      await syncDirectory(options.directory);
+    } catch (error) {
+      throw asWriteFailure(error, writeFailed);
+    }
     return plan;
   } finally {
     await release();

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
+import { asWriteFailure } from '../fs-errors.js';
 import type { Progress } from './archive.js';
 import { clearDebris } from './debris.js';
 import { resolveBackup } from './repository.js';
@@ -48,7 +49,10 @@ export async function validateBackup(options: {
   // unlisted archive is for the lock holder (debris.ts).
   await clearDebris({ directory: options.directory, databaseUrl: options.databaseUrl ?? options.scratchDatabaseUrl }).catch(() => undefined);
   const { file, record } = await resolveBackup(options.directory, options.reference);
-  const work = await mkdtemp(path.join(path.dirname(file), ownedWorkPrefix('validate')));
+  const writeFailed = `cannot write the validation's working files into ${path.dirname(file)}`;
+  const work = await mkdtemp(path.join(path.dirname(file), ownedWorkPrefix('validate'))).catch((error: unknown) => {
+    throw asWriteFailure(error, writeFailed);
+  });
   try {
     const archive = await verifyArchive(file, { key: options.key, extractTo: work, onProgress: options.onProgress, expected: record });
     const { manifest } = archive;
@@ -91,6 +95,8 @@ export async function validateBackup(options: {
       encrypted: archive.encrypted,
       checks,
     };
+  } catch (error) {
+    throw asWriteFailure(error, writeFailed);
   } finally {
     await rm(work, { recursive: true, force: true });
   }
