@@ -137,7 +137,7 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
     });
 
-    async function freshStore(customers = 5): Promise<Store> {
+    async function freshStore(customers = 1): Promise<Store> {
       const work = mkdtempSync(path.join(tmpdir(), 'license-debris-'));
       cleanups.push(async () => rmSync(work, { recursive: true, force: true }));
       let url = path.join(work, 'data', 'license-server.db');
@@ -317,8 +317,11 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       const scratchSeen = new Set<string>();
       const debris = { archives: 0, marks: 0, work: 0, scratch: 0 };
       const debrisNames = () => names(store.backups).filter((name, _, all) => name.endsWith('.backup.pruned') || /^\.(validate|tmp)-|\.partial$/.test(name) || (ARCHIVE.test(name) && !all.includes(name.replace(ARCHIVE, '.backup.json'))));
-      let finished = 0;
-      for (let i = 0; i < KILLS; i += 1) {
+      // Runs that end before their kill do not count: the loop goes on until KILLS kills landed.
+      let kills = 0;
+      let attempts = 0;
+      while (kills < KILLS && attempts < 4 * KILLS) {
+        attempts += 1;
         let command = (['create', 'prune', 'validate'] as const)[Math.floor(rng() * 3)]!;
         if (command === 'validate' && !(await newest())) command = 'create';
         if (command === 'prune') {
@@ -331,10 +334,10 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         const before = new Set(names(store.backups));
         const debrisBefore = new Set(debrisNames());
         const scratchBefore = engine === 'postgres' ? new Set(await scratchDatabases()) : new Set<string>();
-        const code = rng() < 0.5
-          ? await killedAfter(args, env, Math.round(rng() * span[command] * 1.2))
-          : (await killedWhen(args, env, heldFor(Math.round(rng() * (command === 'validate' ? span.validate / 2 : 40)), phaseBegun[command](before)))).code;
-        if (code === 0) finished += 1;
+        const killed = rng() < 0.5
+          ? (await killedAfter(args, env, Math.round(rng() * span[command]))) === null
+          : (await killedWhen(args, env, heldFor(Math.round(rng() * (command === 'validate' ? span.validate / 2 : 40)), phaseBegun[command](before)))).hit;
+        if (killed) kills += 1;
         for (const name of debrisNames().filter((n) => !debrisBefore.has(n))) {
           if (ARCHIVE.test(name)) debris.archives += 1;
           else if (name.endsWith('.backup.pruned')) debris.marks += 1;
@@ -368,8 +371,8 @@ for (const engine of ['sqlite', 'postgres'] as const) {
         await validateBackup({ directory: store.backups, reference: backup.backup_id, key: Buffer.from(KEY, 'hex'), scratchDatabaseUrl: engine === 'postgres' ? store.url : undefined });
       }
       for (const [id, count] of pruned) assert.equal(count, 1, `${id} is named by ${count} backup.pruned entries`);
-      assert.ok(finished < KILLS, 'some runs were killed');
-      console.log(`      ${engine}: seed ${SEED}; unkilled ms ${JSON.stringify(span)}; ${KILLS - finished} of ${KILLS} killed; new debris left by the kills: ${JSON.stringify(debris)}; ${listed.length} listed at the end; ${Date.now() - started} ms`);
+      assert.equal(kills, KILLS, `${KILLS} runs were killed (of ${attempts})`);
+      console.log(`      ${engine}: seed ${SEED}; unkilled ms ${JSON.stringify(span)}; ${kills} kills in ${attempts} runs; new debris left by the kills: ${JSON.stringify(debris)}; ${listed.length} listed at the end; ${Date.now() - started} ms`);
     });
   });
 }

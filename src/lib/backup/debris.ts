@@ -118,9 +118,10 @@ export async function clearDebris(scope: DebrisScope & { locked?: LockedRecovery
   if (scope.locked?.db && prunedMarks.length > 0) {
     await finishPrunes(directory, prunedMarks, scope.locked.db, scope.locked.context).catch(() => undefined);
   }
-  if (scope.locked?.db) {
+  const db = scope.locked?.db;
+  if (scope.locked && db) {
     for (const name of archives.filter((file) => !prunedMarks.includes(file.replace(/\.backup\.tar\.gz(\.enc)?$/, '')))) {
-      const outcome = await adoptOrRemove(directory, name, scope.locked as Required<Pick<LockedRecovery, 'db'>> & LockedRecovery).catch(() => 'left' as const);
+      const outcome = await adoptOrRemove(directory, name, { ...scope.locked, db }).catch(() => 'left' as const);
       if (outcome === 'adopted') cleared.adopted.push(name);
       if (outcome === 'removed') cleared.removed.push(name);
     }
