@@ -13,7 +13,7 @@ export async function runBackup(state: ServingState, toolVersion: string, trigge
   const { pruneBackups } = await import('../lib/backup/retention.js');
   const { config, db } = state;
   const record = await createBackup({ db, config, trigger, toolVersion, context });
-  await pruneBackups({ directory: config.settings.backup.path, policy: config.settings.backup, context, db, databaseUrl: config.settings.database.url });
+  await pruneBackups({ directory: config.settings.backup.path, policy: config.settings.backup, context, db, databaseUrl: config.settings.database.url, key: config.settings.backup.encryptionKey });
   return record;
 }
 

@@ -50,7 +50,7 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
       await alert('backup.succeeded', { backup_id: created.backup_id, size: created.size, encrypted: created.encrypted });
       // Retention runs only after a verified backup exists, so it can never leave none.
       const directory = this.flags.path ?? config.settings.backup.path;
-      const plan = await pruneBackups({ directory, policy: config.settings.backup, context: this.operationContext(), db, databaseUrl: config.settings.database.url });
+      const plan = await pruneBackups({ directory, policy: config.settings.backup, context: this.operationContext(), db, databaseUrl: config.settings.database.url, key: config.settings.backup.encryptionKey });
       return { ...created, pruned: plan.remove.map((backup) => backup.backup_id) };
     });
     const pruned = record.pruned.length ? `; pruned ${record.pruned.length} old backup(s)` : '';

@@ -5,15 +5,17 @@ import { formatBytes } from '../../cli/progress.js';
 import type { BackupRecord } from '../../lib/backup/repository.js';
 
 export default class BackupList extends BaseCommand<typeof BackupList> {
-  static override description = 'List complete, verified backups, newest first. Reads only their index files: fast, and works while the database is down.';
+  static override description = `List complete, verified backups, newest first. Reads only their index files: fast, and works while the database is down.
+Warns on standard error (also with --json, whose output stays the list) about what interrupted runs left: unlisted archives, unfinished prunes, work directories of dead processes, and on PostgreSQL scratch databases of dead validates. It changes nothing; the next backup create, prune or validate clears them.`;
   static override flags = {
     path: Flags.string({ description: 'Backup directory (default: backup.path).' }),
   };
 
   async run(): Promise<BackupRecord[]> {
     const config = await this.resolveConfig();
-    const { listBackups } = await import('../../lib/backup/repository.js');
-    const backups = await listBackups(this.flags.path ?? config.settings.backup.path);
+    const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/debris.js')]);
+    const directory = this.flags.path ?? config.settings.backup.path;
+    const backups = await listBackups(directory);
     this.say(
       formatTable(backups, [
         { header: 'ID', value: (b) => b.backup_id },
@@ -25,6 +27,9 @@ export default class BackupList extends BaseCommand<typeof BackupList> {
         { header: 'TRIGGER', value: (b) => b.trigger },
       ], '(no backups)'),
     );
+    // On standard error even with --json (where warnLine is silent): a script keeps its
+    // array on stdout and still sees that interrupted work needs attention.
+    for (const item of await findDebris({ directory, databaseUrl: config.settings.database.url })) process.stderr.write(`warning: ${item.message}\n`);
     return backups;
   }
 }

@@ -21,7 +21,7 @@ The newest backup is always kept; unfinished or unverified files are never count
     const { pruneBackups } = await import('../../lib/backup/retention.js');
     const dryRun = this.flags['dry-run'];
     const prune = (db?: Parameters<typeof pruneBackups>[0]['db']) =>
-      pruneBackups({ directory: this.flags.path ?? config.settings.backup.path, policy: config.settings.backup, context: this.operationContext(), dryRun, db, databaseUrl: config.settings.database.url });
+      pruneBackups({ directory: this.flags.path ?? config.settings.backup.path, policy: config.settings.backup, context: this.operationContext(), dryRun, db, databaseUrl: config.settings.database.url, key: config.settings.backup.encryptionKey });
     const plan = dryRun ? await prune() : await this.withDatabase((db) => prune(db));
     const report = {
       dry_run: dryRun,

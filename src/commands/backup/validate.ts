@@ -22,6 +22,7 @@ SQLite: integrity_check of the extracted snapshot. PostgreSQL: a load into a scr
         reference: this.args.backup,
         key: config.settings.backup.encryptionKey,
         scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined,
+        databaseUrl: url,
         onProgress: (bytes) => progress.bytes(bytes),
       }),
     );

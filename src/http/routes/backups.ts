@@ -26,9 +26,10 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'backups',
       handle: async () => {
-        const { listBackups } = await import('../../lib/backup/repository.js');
+        const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/debris.js')]);
         const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
-        return { json: { backups: await listBackups(directory()), scheduler } };
+        const warnings = await findDebris({ directory: directory(), databaseUrl: deps.settings.database.url });
+        return { json: { backups: await listBackups(directory()), scheduler, warnings } };
       },
     },
     {
@@ -86,7 +87,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         const audit = (details: Record<string, unknown>) => appendAudit(deps.db, context(actor), { action: 'backup.validated', entityType: 'backup', entityId: id, details });
         let report;
         try {
-          report = await validateBackup({ directory: directory(), reference: id, key: deps.settings.backup.encryptionKey, scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined });
+          report = await validateBackup({ directory: directory(), reference: id, key: deps.settings.backup.encryptionKey, scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined, databaseUrl: url });
         } catch (error) {
           if (error instanceof LicenseServerError && error.code !== 'BACKUP_NOT_FOUND') await audit({ valid: false, code: error.code });
           throw error;

@@ -11,6 +11,7 @@ import { asWriteFailure, describeFsError } from '../fs-errors.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
 import { digestFile, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
+import { clearDebris } from './debris.js';
 import { inWorker } from './in-worker.js';
 import { acquireBackupLock } from './lock.js';
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './manifest.js';
@@ -55,6 +56,10 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     throw new LicenseServerError('FILE_WRITE_FAILED', `cannot create the backup directory ${directory}: ${describeFsError(error)}`);
   }
   const release = options.lockHeld ? async () => undefined : await acquireBackupLock(directory, 'create', now(context), config.settings.database.url);
+  if (!options.lockHeld) {
+    // Before the new archive takes room: what killed runs left may be large.
+    await clearDebris({ directory, databaseUrl: config.settings.database.url, locked: { db, context, key } }).catch(() => undefined);
+  }
   const started = now(context);
   const id = newBackupId(started);
   const writeFailed = `cannot write the backup into ${directory}`;
@@ -132,21 +137,26 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       throw error;
     }
     const record = recordFrom(manifest, { name: finalName, size: written.size, sha256: written.sha256 }, key !== undefined, now(context));
+    // The audit entry before the index: a kill between them leaves an unlisted archive whose
+    // entry exists, which the next lock holder lists without a second entry (debris.ts); the
+    // other order would leave a listed backup with no entry.
     try {
-      await writeIndex(directory, record);
+      await db.transaction((tx) =>
+        recordAudit(tx, context, {
+          action: 'backup.created',
+          entityType: 'backup',
+          entityId: id,
+          details: { trigger: record.trigger, size: record.size, encrypted: record.encrypted, file: record.file },
+        }),
+      );
     } catch (error) {
-      // Complete but unlisted, it would only take the room a later backup needs.
       await rm(archive, { force: true });
       throw error;
     }
-    await db.transaction((tx) =>
-      recordAudit(tx, context, {
-        action: 'backup.created',
-        entityType: 'backup',
-        entityId: id,
-        details: { trigger: record.trigger, size: record.size, encrypted: record.encrypted, file: record.file },
-      }),
-    );
+    // An index that cannot be written (the disk filled just now) leaves the verified archive
+    // with its audit entry: the next create or prune lists it (debris.ts) rather than the log
+    // naming a backup that was deleted.
+    await writeIndex(directory, record);
     return record;
   } catch (error) {
     // The snapshot or dump ran out of room (packing, above, says so itself).

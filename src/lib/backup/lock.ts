@@ -111,6 +111,12 @@ async function removeLeftovers(directory: string): Promise<void> {
   }
 }
 
+/** Whether a live process holds the directory's backup lock (read-only: for `backup list`). */
+export async function backupLockHolderAlive(directory: string): Promise<boolean> {
+  const holder = await readHolder(path.join(directory, '.lock'));
+  return holder !== undefined && isAlive(holder);
+}
+
 async function readHolder(file: string): Promise<Holder | undefined> {
   try {
     return JSON.parse(await readFile(file, 'utf8')) as Holder;

@@ -7,6 +7,7 @@ import { toNumberedPlaceholders } from '../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import { loadDump } from './postgres-load.js';
 import { CARRIED_TABLES, type RevocationCarry } from './revocations.js';
+import { newScratchDatabaseName, scratchApplicationName } from './scratch-databases.js';
 
 /**
  * Replaces our tables with a dump's in one transaction: DROP them all, run the dump, COMMIT.
@@ -117,8 +118,9 @@ function pgQuoteIdent(name: string): string {
 
 /** Loads a dump into a fresh scratch database beside `url`'s, counts its rows, drops it. */
 export async function loadDumpIntoScratch(url: string, dumpFile: string): Promise<number> {
-  const name = `license_validate_${randomBytes(6).toString('hex')}`;
-  const admin = await connect(url, 'license-server validate');
+  const name = newScratchDatabaseName();
+  // Named after the database until it is dropped, so that no other process takes it for a dead validate's.
+  const admin = await connect(url, scratchApplicationName(name));
   try {
     await admin.query(`CREATE DATABASE ${name}`).catch((error: unknown) => {
       throw asBackupError(error);

@@ -1,7 +1,7 @@
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
-import { syncDirectory, writeFileDurably } from '../files/durable-write.js';
+import { writeFileDurably } from '../files/durable-write.js';
 import type { Engine } from '../storage/types.js';
 import { BACKUP_ID, type Manifest, type Trigger } from './manifest.js';
 
@@ -113,9 +113,47 @@ export async function resolveBackup(directory: string, reference: string): Promi
   throw new LicenseServerError('BACKUP_NOT_FOUND', `no backup has the id or path ${JSON.stringify(reference.slice(0, 100))}`);
 }
 
-/** Unlists first (the index), then removes the archive: a crash in between leaves an unlisted file. */
-export async function deleteBackup(directory: string, record: BackupRecord): Promise<void> {
-  await rm(path.join(directory, indexName(record.backup_id)), { force: true });
-  await syncDirectory(directory);
-  await rm(path.join(directory, record.file), { force: true });
+/**
+ * The first step of pruning a backup: its index is renamed to `<id>.backup.pruned`, which
+ * unlists it and marks its archive as doomed. A prune killed before it finished leaves the
+ * mark, and the next lock holder finishes the prune (debris.ts) instead of taking the archive
+ * for an interrupted create's. The caller fsyncs the directory.
+ */
+export async function unlistForPrune(directory: string, id: string): Promise<void> {
+  try {
+    await rename(path.join(directory, indexName(id)), path.join(directory, prunedMarkName(id)));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+}
+
+/** The last step: the archive (either form), then the mark. */
+export async function removePruned(directory: string, id: string): Promise<void> {
+  for (const encrypted of [false, true]) await rm(path.join(directory, archiveName(id, encrypted)), { force: true });
+  await rm(path.join(directory, prunedMarkName(id)), { force: true });
+}
+
+export function prunedMarkName(id: string): string {
+  return `${id}.backup.pruned`;
+}
+
+/** What the directory holds besides listed backups, from file names alone (debris.ts judges them). */
+export async function unlistedFiles(directory: string): Promise<{ archives: string[]; prunedMarks: string[]; names: string[] }> {
+  let names: string[];
+  try {
+    names = await readdir(directory);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { archives: [], prunedMarks: [], names: [] };
+    throw error;
+  }
+  const present = new Set(names);
+  const archives: string[] = [];
+  const prunedMarks: string[] = [];
+  for (const name of names) {
+    const archive = /^(.+)\.backup\.tar\.gz(\.enc)?$/.exec(name);
+    if (archive && BACKUP_ID.test(archive[1]!) && !present.has(indexName(archive[1]!))) archives.push(name);
+    const mark = /^(.+)\.backup\.pruned$/.exec(name);
+    if (mark && BACKUP_ID.test(mark[1]!)) prunedMarks.push(mark[1]!);
+  }
+  return { archives: archives.sort(), prunedMarks: prunedMarks.sort(), names };
 }

@@ -22,6 +22,7 @@ import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revo
 import { mergeRestoredConfig } from './settings-export.js';
 import { checkSqlite } from './sqlite-snapshot.js';
 import { verifyArchive, type EntryConsumers } from './verify.js';
+import { ownedWorkPrefix, ownerOfWork, ownerState } from './work-owner.js';
 
 export interface RestoreOptions {
   readonly config: ResolvedConfig;
@@ -105,11 +106,13 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     if (postgres) await (await import('./postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
     options.onPhase?.('validate', (await stat(file)).size);
     await mkdir(stagingParent, { recursive: true, mode: 0o700 });
-    // A restore killed earlier left its staging directory; with the lock held it is ours to remove.
+    // A restore killed earlier left its staging directory; one whose maker is gone is removed
+    // (a live restore through another backup directory may be staging beside a SQLite file).
     for (const name of await readdir(stagingParent)) {
-      if (name.startsWith('.restore-')) await rm(path.join(stagingParent, name), { recursive: true, force: true });
+      const owner = name.startsWith('.restore-') ? ownerOfWork(name) : undefined;
+      if (owner ? ownerState(owner) === 'gone' : name.startsWith('.restore-')) await rm(path.join(stagingParent, name), { recursive: true, force: true });
     }
-    staging = await mkdtemp(path.join(stagingParent, '.restore-'));
+    staging = await mkdtemp(path.join(stagingParent, ownedWorkPrefix('restore')));
     const user = options.inDaemon ? undefined : await daemonUsing(settings.database.url);
     if (user) {
       throw new LicenseServerError('DATABASE_IN_USE', `a license-server daemon (${user}) is using the database; stop it or restore through its API`);

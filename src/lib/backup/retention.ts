@@ -1,9 +1,11 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
+import { syncDirectory } from '../files/durable-write.js';
 import { asWriteFailure } from '../fs-errors.js';
 import type { Database } from '../storage/types.js';
+import { clearDebris } from './debris.js';
 import { acquireBackupLock } from './lock.js';
-import { deleteBackup, listBackups, type BackupRecord } from './repository.js';
+import { listBackups, removePruned, unlistForPrune, type BackupRecord } from './repository.js';
 
 export interface RetentionPolicy {
   readonly retentionDays: number;
@@ -74,26 +76,36 @@ export async function pruneBackups(options: {
   dryRun?: boolean;
   db?: Database;
   databaseUrl?: string;
+  /** The backup key, to verify an interrupted create's archive before listing it. */
+  key?: Buffer;
 }): Promise<RetentionPlan> {
   const release = options.dryRun
     ? async () => undefined
     : await acquireBackupLock(options.directory, 'prune', now(options.context), options.databaseUrl);
   try {
+    if (!options.dryRun) await clearDebris({ directory: options.directory, databaseUrl: options.databaseUrl, locked: { db: options.db, context: options.context, key: options.key } });
     const plan = planRetention(await listBackups(options.directory), options.policy, now(options.context));
-    if (options.dryRun) return plan;
+    if (options.dryRun || plan.remove.length === 0) return plan;
+    const removed = plan.remove.map((backup) => backup.backup_id);
+    const writeFailed = `cannot remove backups from ${options.directory}`;
+    // Unlist all, audit, then delete: a kill anywhere leaves marks the next lock holder
+    // finishes the prune from, writing the audit entry if this one did not (debris.ts).
     try {
-      for (const backup of plan.remove) await deleteBackup(options.directory, backup);
+      for (const id of removed) await unlistForPrune(options.directory, id);
+      await syncDirectory(options.directory);
     } catch (error) {
-      throw asWriteFailure(error, `cannot remove backups from ${options.directory}`);
+      throw asWriteFailure(error, writeFailed);
     }
-    if (options.db && plan.remove.length > 0) {
+    if (options.db) {
       await options.db.transaction((tx) =>
-        recordAudit(tx, options.context, {
-          action: 'backup.pruned',
-          entityType: 'backup',
-          details: { removed: plan.remove.map((backup) => backup.backup_id), kept: plan.keep.length },
-        }),
+        recordAudit(tx, options.context, { action: 'backup.pruned', entityType: 'backup', details: { removed, kept: plan.keep.length } }),
       );
+    }
+    try {
+      for (const id of removed) await removePruned(options.directory, id);
+      await syncDirectory(options.directory);
+    } catch (error) {
+      throw asWriteFailure(error, writeFailed);
     }
     return plan;
   } finally {

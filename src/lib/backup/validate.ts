@@ -3,9 +3,11 @@ import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
 import { asWriteFailure } from '../fs-errors.js';
 import type { Progress } from './archive.js';
+import { clearDebris } from './debris.js';
 import { resolveBackup } from './repository.js';
 import { checkSqlite, sqliteSchemaVersion } from './sqlite-snapshot.js';
 import { verifyArchive } from './verify.js';
+import { ownedWorkPrefix } from './work-owner.js';
 
 export interface ValidationCheck {
   readonly check: string;
@@ -39,10 +41,16 @@ export async function validateBackup(options: {
    */
   scratchDatabaseUrl?: string;
   onProgress?: Progress;
+  /** database.url: with it, dead validates' and restores' leftovers there are cleared too. */
+  databaseUrl?: string;
 }): Promise<BackupValidation> {
+  // No lock: a validate reads, and may run beside a create. It clears only what dead
+  // processes left (named by their owner) and a finished prune's archives; adopting an
+  // unlisted archive is for the lock holder (debris.ts).
+  await clearDebris({ directory: options.directory, databaseUrl: options.databaseUrl ?? options.scratchDatabaseUrl }).catch(() => undefined);
   const { file, record } = await resolveBackup(options.directory, options.reference);
   const writeFailed = `cannot write the validation's working files into ${path.dirname(file)}`;
-  const work = await mkdtemp(path.join(path.dirname(file), '.validate-')).catch((error: unknown) => {
+  const work = await mkdtemp(path.join(path.dirname(file), ownedWorkPrefix('validate'))).catch((error: unknown) => {
     throw asWriteFailure(error, writeFailed);
   });
   try {
