@@ -209,6 +209,11 @@ export const ERROR_TABLE = {
     http: 503,
     hint: 'Point at the right store with --data-dir or LICENSE_DATA_DIR, --database-url or LICENSE_DATABASE_URL, or --config; or create a new one with `license-server init`.',
   },
+  DATABASE_REPLACED: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'Something replaced the SQLite file outside license-server\'s locks (an older release, or by hand): restart the daemon, then check the data.',
+  },
   DATABASE_SCHEMA_TOO_NEW: {
     exit: EXIT.unavailable,
     http: 503,

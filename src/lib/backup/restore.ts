@@ -11,7 +11,7 @@ import { SCHEMA_VERSION } from '../storage/migrations.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import type { Progress } from './archive.js';
 import { createBackup } from './create.js';
-import { daemonUsing } from './daemon-registry.js';
+import { lockOutDaemons, type DaemonLock } from './daemon-lock.js';
 import type { ConvertedTables } from './cross-engine/sqlite-to-postgres.js';
 import { acquireBackupLock } from './lock.js';
 import type { Manifest } from './manifest.js';
@@ -31,6 +31,8 @@ export interface RestoreOptions {
   readonly onProgress?: Progress;
   /** Set by the daemon restoring its own database: it has stopped serving meanwhile. */
   readonly inDaemon?: boolean;
+  /** That daemon's lock: made exclusive for the restore, so that no other daemon serves the database. */
+  readonly daemonLock?: DaemonLock;
   /** Called after the pre-restore backup, before the swap: the daemon closes its database here. */
   readonly beforeSwap?: () => Promise<void>;
   /**
@@ -96,6 +98,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   const postgres = isPostgresUrl(settings.database.url);
   const stagingParent = postgres ? directory : path.dirname(settings.database.url);
   let staging: string | undefined;
+  let releaseDaemons: (() => Promise<void>) | undefined;
   try {
     const { file, record } = await resolveBackup(directory, options.reference);
     if (postgres) await (await import('./postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
@@ -123,10 +126,10 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       const { convertForEngine } = await import('./cross-engine/convert.js');
       ({ converted, file: database } = await convertForEngine(manifest.engine, database, staging));
     }
-    const user = options.inDaemon ? undefined : await daemonUsing(settings.database.url);
-    if (user) {
-      throw new LicenseServerError('DATABASE_IN_USE', `a license-server daemon (${user}) is using the database; stop it or restore through its API`);
-    }
+    // The check for daemons takes their lock, and keeps it to the end: a daemon that starts
+    // from here on waits for the restore instead of opening the data being replaced.
+    if (options.daemonLock) releaseDaemons = await options.daemonLock.excludeOtherDaemons();
+    else if (!options.inDaemon) releaseDaemons = await lockOutDaemons(settings.database.url);
 
     options.onPhase?.('safety-backup');
     const safety = await preRestoreBackup(options, directory);
@@ -175,6 +178,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     };
   } finally {
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    await releaseDaemons?.();
     await release();
   }
 }
