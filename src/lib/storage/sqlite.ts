@@ -70,6 +70,11 @@ export class SqliteDatabase implements Database {
     if (connection.handles > 0) return;
     connections.delete(connection.file);
     await connection.queue.catch(() => undefined);
+    if (connection.isReplaced()) {
+      // Closing would checkpoint into the old file, then delete the -wal and -shm files by
+      // name: those of the file now at the path. The handle is left to the process's end.
+      return;
+    }
     if (connection.db.open) connection.db.close();
   }
 
@@ -124,6 +129,15 @@ class SharedConnection {
       `the SQLite database ${this.file} was ${now ? 'replaced by another file' : 'removed'} after this process opened it; nothing more is read from or written to the old file`,
     );
     throw this.replaced;
+  }
+
+  isReplaced(): boolean {
+    try {
+      this.checkSameFile();
+      return false;
+    } catch {
+      return true;
+    }
   }
 
   serialised<T>(work: () => T | Promise<T>): Promise<T> {
