@@ -57,8 +57,14 @@ export class PostgresDaemonLock implements DaemonLock {
     } catch (error) {
       throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot use the PostgreSQL database ${redactDatabaseUrl(this.url)}: ${(error as { code?: string }).code ?? 'connection failed'}`, { cause: error });
     }
-    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock_shared($1) AS locked', [PG_DAEMON_LOCK]);
-    if (!rows[0]?.locked) {
+    let locked: boolean;
+    try {
+      locked = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock_shared($1) AS locked', [PG_DAEMON_LOCK])).rows[0]?.locked === true;
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    if (!locked) {
       const holder = (await holders(client, 'ExclusiveLock')) ?? 'a restore';
       await client.end().catch(() => undefined);
       return { taken: false, holder };

@@ -6,10 +6,10 @@ export const DAEMON_APPLICATION_NAME = 'license-server serve';
 
 /**
  * The lock every `serve` holds on its database for its whole life, shared with the other
- * daemons of that database, and that a restore takes exclusively (docs/backup-format.md,
- * "Restores and running daemons"). It replaces counting connections, which missed a daemon
- * whose pool had gone idle, and checking once, which missed a daemon that started after
- * the check: whoever holds it, it is held until the holder ends or dies.
+ * daemons of that database, and that a restore takes exclusively (README, "Restores and
+ * running daemons"; docs/backup-format.md names the files and keys). Counting connections
+ * missed a daemon whose pool had gone idle, and checking once missed a daemon that started
+ * after the check; a lock is held until its holder ends or dies.
  */
 export interface DaemonLock {
   /**
