@@ -25,7 +25,7 @@ export class SqliteDaemonLock implements DaemonLock {
   static async take(database: string, options: DaemonLockOptions): Promise<SqliteDaemonLock> {
     const lock = SqliteLockFile.open(daemonLockFile(database));
     try {
-      await waitFor(async () => (lock.tryShared() ? { taken: true } : { taken: false, holder: 'a backup restore' }), options, RETAKE_MS);
+      await waitFor(async () => (lock.tryShared() ? { taken: true } : { taken: false, holder: `its lock ${daemonLockFile(database)} is held by another process` }), options, RETAKE_MS);
     } catch (error) {
       lock.close();
       throw error;
