@@ -209,6 +209,11 @@ export const ERROR_TABLE = {
     http: 503,
     hint: 'Point at the right store with --data-dir or LICENSE_DATA_DIR, --database-url or LICENSE_DATABASE_URL, or --config; or create a new one with `license-server init`.',
   },
+  DATABASE_DISK_FULL: {
+    exit: EXIT.unavailable,
+    http: 507,
+    hint: 'Free space on the PostgreSQL server (its data directory or the database\'s tablespace), then run the command again; the backup itself is fine.',
+  },
   DATABASE_REPLACED: {
     exit: EXIT.unavailable,
     http: 503,

@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { PassThrough, Readable, Transform, type TransformCallback, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
 import { LicenseServerError } from '../errors.js';
 import { DecryptStream, EncryptStream, MAGIC, sniff } from './encryption.js';
+import { MemberGunzip } from './member-gunzip.js';
 import { ParallelGzip } from './parallel-gzip.js';
+import { TAR_END, tarHeader, tarPadding } from './tar-header.js';
 
 /**
  * The archive (docs/backup-format.md): a tar file whose first entry is manifest.json,
@@ -29,8 +31,8 @@ export interface ArchiveEntry {
   readonly name: EntryName;
   /** A file on disk, streamed into the archive... */
   readonly path?: string;
-  /** ...or several files whose contents, one after the other, are the entry... */
-  readonly parts?: readonly string[];
+  /** ...or gzip members (CompressedSpool) whose decompressed bytes are the entry, and their lengths... */
+  readonly compressed?: { readonly path: string; readonly members: readonly number[] };
   /** ...or bytes held in memory (small entries only). */
   readonly data?: Buffer;
   readonly size: number;
@@ -48,13 +50,15 @@ const GZIP_LEVEL = 1;
 // A fixed time in the tar headers: the archive's bytes depend on the data, not the clock.
 const MTIME = new Date('2000-01-01T00:00:00Z');
 
-/** Writes the archive to `target` and returns the size and SHA-256 of the file written. */
+/**
+ * Writes the archive to `target` and returns the size and SHA-256 of the file written, and
+ * the length of each gzip member in it (for a read-back that inflates them in parallel).
+ */
 export async function writeArchive(
   target: string,
   entries: readonly ArchiveEntry[],
   options: { key?: Buffer; onProgress?: Progress } = {},
-): Promise<FileDigest> {
-  const pack = tar.pack();
+): Promise<FileDigest & { readonly members: readonly number[] }> {
   const hash = createHash('sha256');
   let size = 0;
   const counter = new Transform({
@@ -64,36 +68,87 @@ export async function writeArchive(
       done(null, chunk);
     },
   });
-  const feeding = (async () => {
-    for (const entry of entries) {
-      await new Promise<void>((resolve, reject) => {
-        const sink = pack.entry({ name: entry.name, size: entry.size, mode: 0o600, mtime: MTIME, type: 'file' }, (error) =>
-          error ? reject(error) : resolve(),
-        );
-        if (entry.data) {
-          sink.end(entry.data);
-        } else {
-          const source = Readable.from(readFiles(entry.parts ?? [entry.path!]), { objectMode: false });
-          source.on('data', (chunk: Buffer) => options.onProgress?.(chunk.length));
-          source.on('error', reject);
-          source.pipe(sink as unknown as Writable);
-        }
-      });
-    }
-    pack.finalize();
-  })();
+  const members: number[] = [];
   const stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream | NodeJS.WritableStream> = [
-    pack as unknown as Readable,
-    new ParallelGzip({ level: GZIP_LEVEL }),
+    Readable.from(gzipStream(tarRuns(entries), members, options.onProgress), { objectMode: false }),
   ];
   if (options.key) stages.push(new EncryptStream(options.key));
   stages.push(counter, createWriteStream(target, { mode: 0o600 }));
-  await Promise.all([pipeline(stages as unknown as [Readable, Writable]), feeding]);
-  return { size, sha256: hash.digest('hex') };
+  await pipeline(stages as unknown as [Readable, Writable]);
+  return { size, sha256: hash.digest('hex'), members };
 }
 
-async function* readFiles(files: readonly string[]): AsyncGenerator<Buffer> {
-  for (const file of files) yield* createReadStream(file, { highWaterMark: 1024 * 1024 });
+/** A stretch of the tar stream: bytes still to compress, or an entry's data compressed ahead. */
+type TarRun =
+  | { readonly kind: 'raw'; readonly parts: Array<Buffer | { readonly path: string; readonly size: number }> }
+  | { readonly kind: 'compressed'; readonly path: string; readonly members: readonly number[]; readonly size: number };
+
+function tarRuns(entries: readonly ArchiveEntry[]): TarRun[] {
+  const runs: TarRun[] = [];
+  let raw: Array<Buffer | { path: string; size: number }> = [];
+  for (const entry of entries) {
+    raw.push(tarHeader({ name: entry.name, size: entry.size, mode: 0o600, mtime: MTIME }));
+    if (entry.compressed !== undefined) {
+      runs.push({ kind: 'raw', parts: raw }, { kind: 'compressed', ...entry.compressed, size: entry.size });
+      raw = [];
+    } else {
+      raw.push(entry.data ?? { path: entry.path!, size: entry.size });
+    }
+    raw.push(tarPadding(entry.size));
+  }
+  raw.push(TAR_END);
+  runs.push({ kind: 'raw', parts: raw });
+  return runs;
+}
+
+/**
+ * The archive's gzip stream: each raw run compressed on every core (ParallelGzip), each
+ * compressed entry copied as it is. Concatenated gzip members are one gzip stream (RFC 1952
+ * section 2.2), so a reader sees no seam. Progress counts entry bytes, a compressed entry's
+ * in proportion to its members copied.
+ */
+async function* gzipStream(runs: readonly TarRun[], members: number[], onProgress?: Progress): AsyncGenerator<Buffer> {
+  for (const run of runs) {
+    if (run.kind === 'compressed') {
+      const total = (await stat(run.path)).size;
+      let copied = 0;
+      let reported = 0;
+      for await (const chunk of createReadStream(run.path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
+        copied += chunk.length;
+        const progress = Math.floor((run.size * copied) / Math.max(1, total));
+        onProgress?.(progress - reported);
+        reported = progress;
+        yield chunk;
+      }
+      if (copied !== run.members.reduce((sum, length) => sum + length, 0)) throw new Error(`${run.path} does not hold the members it was written with`);
+      members.push(...run.members);
+      continue;
+    }
+    const gzip = new ParallelGzip({ level: GZIP_LEVEL });
+    const feeding = pipeline(Readable.from(rawBytes(run.parts, onProgress), { objectMode: false }), gzip);
+    // The iteration below sees the feeding's failure as the gzip stream's own error.
+    feeding.catch(() => undefined);
+    yield* gzip as AsyncIterable<Buffer>;
+    await feeding;
+    members.push(...gzip.members);
+  }
+}
+
+async function* rawBytes(parts: ReadonlyArray<Buffer | { readonly path: string; readonly size: number }>, onProgress?: Progress): AsyncGenerator<Buffer> {
+  for (const part of parts) {
+    if (Buffer.isBuffer(part)) {
+      if (part.length > 0) yield part;
+      continue;
+    }
+    let read = 0;
+    for await (const chunk of createReadStream(part.path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
+      read += chunk.length;
+      onProgress?.(chunk.length);
+      yield chunk;
+    }
+    // The header already promised `size` bytes: a file that changed since would break the tar.
+    if (read !== part.size) throw new Error(`${part.path} changed size while it was packed (${part.size} -> ${read} bytes)`);
+  }
 }
 
 export interface ReadOptions {
@@ -101,10 +156,14 @@ export interface ReadOptions {
   readonly onProgress?: Progress;
   /** Also compute the SHA-256 of the whole file (to compare with its index). */
   readonly hashFile?: boolean;
+  /**
+   * The gzip members' lengths, when the caller wrote the file and knows them: they are then
+   * inflated in parallel (MemberGunzip), with the same checks.
+   */
+  readonly members?: readonly number[];
 }
 
-/** A tar file ends with two 512-byte blocks of zeros (POSIX.1-1988 ustar). */
-const END_OF_ARCHIVE = 1024;
+const END_OF_ARCHIVE = TAR_END.length;
 
 /**
  * Reads an archive, handing each entry to `onEntry` as a stream that must be consumed.
@@ -129,14 +188,14 @@ export async function readArchive(
   const fileBytes = new ByteCounter(options.hashFile === true);
   if (options.onProgress) source.on('data', (chunk) => options.onProgress!(chunk.length));
   const gzipBytes = new ByteCounter(false);
-  const gunzip = createGunzip({ chunkSize: 1024 * 1024 });
+  const gunzip: Transform & { bytesWritten: number } = options.members ? new MemberGunzip(options.members) : createGunzip({ chunkSize: 1024 * 1024 });
   const tarBytes = new ByteCounter(false);
   const stages: Array<NodeJS.ReadableStream | NodeJS.ReadWriteStream | NodeJS.WritableStream> = [source, fileBytes];
   if (kind === 'encrypted') stages.push(new DecryptStream(options.key!));
   stages.push(gzipBytes, gunzip, tarBytes, extract);
   // Errors these streams emit are the file's damage; any other failure (a disk, a bug) is not.
   const damage = new Set<unknown>();
-  for (const stream of [gunzip, extract]) stream.on('error', (error) => damage.add(error));
+  for (const stream of [gunzip, extract]) (stream as Transform).on('error', (error: unknown) => damage.add(error));
   const translate = (error: unknown) => translateReadError(error, damage);
   const unpacking = pipeline(stages as unknown as [Readable, Writable]).catch((error: unknown) => {
     throw translate(error);

@@ -7,7 +7,7 @@ import { displayEntries } from '../config/resolve.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { syncDirectory, syncFile } from '../files/durable-write.js';
-import { describeFsError } from '../fs-errors.js';
+import { asWriteFailure, describeFsError } from '../fs-errors.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
 import { digestFile, writeArchive, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
@@ -57,7 +57,14 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
   const release = options.lockHeld ? async () => undefined : await acquireBackupLock(directory, 'create', now(context), config.settings.database.url);
   const started = now(context);
   const id = newBackupId(started);
-  const work = await mkdtemp(path.join(directory, `.tmp-${id}-`));
+  const writeFailed = `cannot write the backup into ${directory}`;
+  let work: string;
+  try {
+    work = await mkdtemp(path.join(directory, `.tmp-${id}-`));
+  } catch (error) {
+    await release();
+    throw asWriteFailure(error, writeFailed);
+  }
   const finalName = archiveName(id, key !== undefined);
   const partial = path.join(directory, `${finalName}.partial`);
   try {
@@ -74,7 +81,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     } else {
       const { dumpPostgres } = await import('./postgres-dump.js');
       const dump = await dumpPostgres(config.settings.database.url, work);
-      entries.push({ name: 'database/postgres.sql', parts: dump.files, size: dump.size });
+      entries.push({ name: 'database/postgres.sql', compressed: { path: dump.compressed, members: dump.members }, size: dump.size });
       digests.set('database/postgres.sql', { size: dump.size, sha256: dump.sha256 });
     }
     if (config.configFile) addData('config/config.yaml', await sanitizedConfigFile(config.configFile));
@@ -110,14 +117,14 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       await syncDirectory(directory);
     } catch (error) {
       if (error instanceof LicenseServerError) throw error;
-      throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write the backup into ${directory}: ${describeFsError(error)}`);
+      throw new LicenseServerError('FILE_WRITE_FAILED', `${writeFailed}: ${describeFsError(error)}`);
     }
 
     options.onPhase?.('verify', written.size);
     const archive = path.join(directory, finalName);
     try {
       // The whole file is hashed in the same read as the checks.
-      const reread = (await verifyArchive(archive, { key, onProgress: options.onProgress, hashFile: true })).digest;
+      const reread = (await verifyArchive(archive, { key, onProgress: options.onProgress, hashFile: true, members: written.members })).digest;
       if (reread.size !== written.size || reread.sha256 !== written.sha256) {
         throw new LicenseServerError('BACKUP_CORRUPT', 'backup is damaged: the file read back differs from what was written');
       }
@@ -126,7 +133,13 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       throw error;
     }
     const record = recordFrom(manifest, { name: finalName, size: written.size, sha256: written.sha256 }, key !== undefined, now(context));
-    await writeIndex(directory, record);
+    try {
+      await writeIndex(directory, record);
+    } catch (error) {
+      // Complete but unlisted, it would only take the room a later backup needs.
+      await rm(archive, { force: true });
+      throw error;
+    }
     await db.transaction((tx) =>
       recordAudit(tx, context, {
         action: 'backup.created',
@@ -136,6 +149,9 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       }),
     );
     return record;
+  } catch (error) {
+    // The snapshot or dump ran out of room (packing, above, says so itself).
+    throw asWriteFailure(error, writeFailed);
   } finally {
     await rm(partial, { force: true }).catch(() => undefined);
     await rm(work, { recursive: true, force: true }).catch(() => undefined);

@@ -2,6 +2,7 @@ import { open, readdir, readFile, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
+import { asWriteFailure } from '../fs-errors.js';
 
 interface Holder {
   readonly pid: number;
@@ -83,17 +84,26 @@ async function acquireFileLock(directory: string, operation: string, now: Date):
   const file = path.join(directory, '.lock');
   const holder: Holder = { pid: process.pid, host: hostname(), operation, started_at: now.toISOString() };
   for (let attempt = 0; attempt < 2; attempt += 1) {
+    let made = false;
     try {
       const handle = await open(file, 'wx', 0o600);
-      await handle.writeFile(JSON.stringify(holder));
-      await handle.sync();
-      await handle.close();
+      made = true;
+      try {
+        await handle.writeFile(JSON.stringify(holder));
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
       await removeLeftovers(directory);
       return async () => {
         await rm(file, { force: true });
       };
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        // An empty lock file (a full disk) would be left behind, and read by others as a dead holder's.
+        if (made) await rm(file, { force: true }).catch(() => undefined);
+        throw asWriteFailure(error, `cannot take the backup lock in ${directory}`);
+      }
       const current = await readHolder(file);
       if (current && isAlive(current)) {
         throw new LicenseServerError(

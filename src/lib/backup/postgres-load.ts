@@ -53,7 +53,8 @@ export async function loadDump(client: pg.Client, dumpFile: string, options: { r
   const send = async (rows: Buffer) => {
     if (rows.length === 0) return;
     rowsStarted = true;
-    if (!copying!.write(rows)) await new Promise<void>((resolve) => copying!.once('drain', () => resolve()));
+    // A COPY the server refuses (its disk full) never drains: its failure ends the wait instead.
+    if (!copying!.write(rows)) await Promise.race([new Promise<void>((resolve) => copying!.once('drain', () => resolve())), copying!.done]);
   };
 
   for await (const chunk of createReadStream(dumpFile, { highWaterMark: options.readSize ?? 1024 * 1024 })) {

@@ -53,7 +53,9 @@ export async function loadDumpIntoScratch(url: string, dumpFile: string): Promis
   const name = `license_validate_${randomBytes(6).toString('hex')}`;
   const admin = await connect(url, 'license-server validate');
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.query(`CREATE DATABASE ${name}`).catch((error: unknown) => {
+      throw asBackupError(error);
+    });
     const scratchUrl = new URL(url);
     scratchUrl.pathname = `/${name}`;
     const client = await connect(scratchUrl.toString(), 'license-server validate');
@@ -109,9 +111,21 @@ function quoteShell(name: string): string {
   return /^[A-Za-z0-9_.-]+$/.test(name) ? name : `'${name.replace(/'/g, "'\\''")}'`;
 }
 
+/**
+ * What the server refused, as ours: a refusal of the dump's content is a damaged backup; the
+ * server itself out of disk or other resources (SQLSTATE class 53) says nothing of the backup,
+ * and must not send the operator away from a good one.
+ */
 function asBackupError(error: unknown): unknown {
   if (error instanceof LicenseServerError) return error;
   const code = (error as { code?: string }).code;
+  const said = `${code}: ${(error as Error).message.split('\n')[0]}`;
+  if (code === '53100') {
+    return new LicenseServerError('DATABASE_DISK_FULL', `the PostgreSQL server ran out of disk space during the load (${said}); nothing was changed`, { cause: error });
+  }
+  if (code?.startsWith('53')) {
+    return new LicenseServerError('DATABASE_UNAVAILABLE', `the PostgreSQL server ran out of resources during the load (${said}); nothing was changed`, { cause: error });
+  }
   if (code && /^[0-9A-Z]{5}$/.test(code)) {
     return new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: PostgreSQL refused the dump (${code}: ${(error as Error).message.split('\n')[0]})`);
   }

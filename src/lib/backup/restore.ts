@@ -5,6 +5,7 @@ import type { ResolvedConfig } from '../config/resolve.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { syncDirectory, syncFile, writeFileDurably } from '../files/durable-write.js';
+import { asWriteFailure } from '../fs-errors.js';
 import { isPostgresUrl, openDatabase } from '../storage/open.js';
 import type { Database, Engine } from '../storage/types.js';
 import { SCHEMA_VERSION } from '../storage/migrations.js';
@@ -93,7 +94,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   const { settings } = config;
   const directory = path.resolve(options.directory ?? settings.backup.path);
   // On a new host the backup directory may not exist yet; the pre-restore backup goes there too.
-  await mkdir(directory, { recursive: true, mode: 0o700 });
+  await mkdir(directory, { recursive: true, mode: 0o700 }).catch((error: unknown) => {
+    throw asWriteFailure(error, `cannot create the backup directory ${directory}`);
+  });
   const release = await acquireBackupLock(directory, 'restore', now(context), settings.database.url);
   const postgres = isPostgresUrl(settings.database.url);
   const stagingParent = postgres ? directory : path.dirname(settings.database.url);
@@ -176,6 +179,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       signing_key_warning: signingKeyWarning,
       moved,
     };
+  } catch (error) {
+    // Staging, conversion and the SQLite swap write here; the pre-restore backup names its own directory.
+    throw asWriteFailure(error, `cannot write into ${stagingParent} for the restore`);
   } finally {
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
     await releaseDaemons?.();

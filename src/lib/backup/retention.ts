@@ -1,5 +1,6 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
+import { asWriteFailure } from '../fs-errors.js';
 import type { Database } from '../storage/types.js';
 import { acquireBackupLock } from './lock.js';
 import { deleteBackup, listBackups, type BackupRecord } from './repository.js';
@@ -80,7 +81,11 @@ export async function pruneBackups(options: {
   try {
     const plan = planRetention(await listBackups(options.directory), options.policy, now(options.context));
     if (options.dryRun) return plan;
-    for (const backup of plan.remove) await deleteBackup(options.directory, backup);
+    try {
+      for (const backup of plan.remove) await deleteBackup(options.directory, backup);
+    } catch (error) {
+      throw asWriteFailure(error, `cannot remove backups from ${options.directory}`);
+    }
     if (options.db && plan.remove.length > 0) {
       await options.db.transaction((tx) =>
         recordAudit(tx, options.context, {

@@ -1,6 +1,8 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
+import { LicenseServerError } from '../errors.js';
+import { describeFsError } from '../fs-errors.js';
 import { loadSqliteDriver } from '../storage/sqlite-driver.js';
 
 /**
@@ -19,8 +21,12 @@ export class SqliteLockFile {
   private constructor(private readonly db: BetterSqlite3.Database) {}
 
   static open(file: string): SqliteLockFile {
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    closeSync(openSync(file, 'a', 0o600));
+    try {
+      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      closeSync(openSync(file, 'a', 0o600));
+    } catch (error) {
+      throw new LicenseServerError('FILE_WRITE_FAILED', `cannot create the lock file ${file}: ${describeFsError(error)}`, { cause: error });
+    }
     const Driver = loadSqliteDriver();
     return new SqliteLockFile(new Driver(file, { timeout: 0 }));
   }
@@ -45,6 +51,8 @@ export class SqliteLockFile {
   tryExclusive(): boolean {
     this.release();
     try {
+      // No journal file: nothing is ever written here, and a full disk must not stop a lock.
+      this.db.pragma('journal_mode = MEMORY');
       this.db.exec('BEGIN EXCLUSIVE');
       this.mode = 'exclusive';
       return true;

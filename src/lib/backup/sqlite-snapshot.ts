@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { LicenseServerError } from '../errors.js';
+import { isDeviceRefusal } from '../fs-errors.js';
 import { loadSqliteDriver, sqliteDriverPath } from '../storage/sqlite-driver.js';
 
 // Runs in a worker thread: VACUUM INTO and the integrity checks take seconds per gigabyte,
@@ -52,9 +53,9 @@ export async function snapshotSqlite(source: string, target: string): Promise<vo
   const answer = await inWorker({ op: 'snapshot', file: source, target });
   if (!answer.ok) {
     const code = answer.code;
-    if (code === 'SQLITE_FULL' || code === 'SQLITE_IOERR_WRITE' || code === 'SQLITE_CANTOPEN') {
-      throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write the database snapshot: ${code === 'SQLITE_FULL' ? 'no space left on the device' : code}`);
-    }
+    // The caller names its directory (asWriteFailure); the code says why.
+    if (isDeviceRefusal(answer)) throw Object.assign(new Error(`cannot write the database snapshot: ${answer.message}`), { code });
+    if (code === 'SQLITE_CANTOPEN') throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write the database snapshot ${target}: ${code}`);
     throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot snapshot the SQLite database: ${answer.message}`);
   }
   await checkSqlite(target, 'quick_check');

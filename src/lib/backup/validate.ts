@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
+import { asWriteFailure } from '../fs-errors.js';
 import type { Progress } from './archive.js';
 import { resolveBackup } from './repository.js';
 import { checkSqlite, sqliteSchemaVersion } from './sqlite-snapshot.js';
@@ -40,7 +41,10 @@ export async function validateBackup(options: {
   onProgress?: Progress;
 }): Promise<BackupValidation> {
   const { file, record } = await resolveBackup(options.directory, options.reference);
-  const work = await mkdtemp(path.join(path.dirname(file), '.validate-'));
+  const writeFailed = `cannot write the validation's working files into ${path.dirname(file)}`;
+  const work = await mkdtemp(path.join(path.dirname(file), '.validate-')).catch((error: unknown) => {
+    throw asWriteFailure(error, writeFailed);
+  });
   try {
     const archive = await verifyArchive(file, { key: options.key, extractTo: work, onProgress: options.onProgress, expected: record });
     const { manifest } = archive;
@@ -83,6 +87,8 @@ export async function validateBackup(options: {
       encrypted: archive.encrypted,
       checks,
     };
+  } catch (error) {
+    throw asWriteFailure(error, writeFailed);
   } finally {
     await rm(work, { recursive: true, force: true });
   }

@@ -24,7 +24,7 @@ export interface VerifiedArchive {
  */
 export async function verifyArchive(
   file: string,
-  options: { key?: Buffer; extractTo?: string; onProgress?: Progress; expected?: FileDigest; hashFile?: boolean },
+  options: { key?: Buffer; extractTo?: string; onProgress?: Progress; expected?: FileDigest; hashFile?: boolean; members?: readonly number[] },
 ): Promise<VerifiedArchive> {
   let manifest: Manifest | undefined;
   const seen = new Set<string>();

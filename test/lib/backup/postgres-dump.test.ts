@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { writeArchive } from '../../../src/lib/backup/archive.js';
 import { dumpPostgres } from '../../../src/lib/backup/postgres-dump.js';
 import { loadDump } from '../../../src/lib/backup/postgres-load.js';
@@ -58,8 +60,9 @@ function rowsOf(url: string): Promise<Record<string, string[]>> {
   });
 }
 
-function concatenate(files: readonly string[], target: string): string {
-  writeFileSync(target, Buffer.concat(files.map((file) => readFileSync(file))));
+/** The dump itself, from its compressed members, written to `target`. */
+function decompress(compressed: string, target: string): string {
+  writeFileSync(target, gunzipSync(readFileSync(compressed)));
   return target;
 }
 
@@ -107,7 +110,7 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
   it('loads with psql alone into an empty database: the catalog the migrations make, names included, and the same rows', async () => {
     const dir = mkdtempSync(path.join(work, 'psql-'));
     const dump = await dumpPostgres(source, dir);
-    const file = concatenate(dump.files, path.join(work, 'psql.sql'));
+    const file = decompress(dump.compressed, path.join(work, 'psql.sql'));
     const text = readFileSync(file, 'utf8');
     assert.equal(dump.size, Buffer.byteLength(text));
     assert.match(text, /^-- schema version 5$/m);
@@ -120,16 +123,11 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
     assert.deepEqual(await rowsOf(target), await rowsOf(source));
   });
 
-  it('copies the largest table on a second connection in the same snapshot, and the dump is the same bytes', async () => {
-    const serial = await dumpPostgres(source, mkdtempSync(path.join(work, 'serial-')));
-    const parallel = await dumpPostgres(source, mkdtempSync(path.join(work, 'parallel-')), { parallelFrom: 0 });
-    assert.equal(serial.files.length, 1);
-    assert.equal(parallel.files.length, 3, 'before the largest table, the largest table, after it');
-    assert.deepEqual(
-      Buffer.concat(parallel.files.map((file) => readFileSync(file))),
-      Buffer.concat(serial.files.map((file) => readFileSync(file))),
-    );
-    assert.deepEqual([parallel.size, parallel.sha256], [serial.size, serial.sha256]);
+  it('hashes the dump as it compresses it: the members decompress to bytes of the size and SHA-256 reported', async () => {
+    const dump = await dumpPostgres(source, mkdtempSync(path.join(work, 'digest-')));
+    const text = gunzipSync(readFileSync(dump.compressed));
+    assert.deepEqual([dump.size, dump.sha256], [text.length, createHash('sha256').update(text).digest('hex')]);
+    assert.ok(readFileSync(dump.compressed).length < text.length);
   });
 
   it('writes timestamps in UTC and ISO form whatever the database\'s own settings', async () => {
@@ -137,7 +135,7 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
     await onDatabase(source, (client) => client.query(`ALTER DATABASE ${name} SET TimeZone = 'America/New_York'; ALTER DATABASE ${name} SET DateStyle = 'SQL, DMY'`));
     try {
       const dump = await dumpPostgres(source, mkdtempSync(path.join(work, 'tz-')));
-      const text = Buffer.concat(dump.files.map((file) => readFileSync(file))).toString('utf8');
+      const text = gunzipSync(readFileSync(dump.compressed)).toString('utf8');
       assert.match(text, /\t2026-11-23 10:15:00\.123\+00\t/);
       assert.match(text, /^2026-11-23 10:00:00\+00\thost\t/m);
     } finally {
@@ -146,8 +144,8 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
   });
 
   it('loads through the restore path (COPY FREEZE, indexes last) whatever the size of the reads', async () => {
-    const dump = await dumpPostgres(source, mkdtempSync(path.join(work, 'load-')), { parallelFrom: 0 });
-    const file = concatenate(dump.files, path.join(work, 'load.sql'));
+    const dump = await dumpPostgres(source, mkdtempSync(path.join(work, 'load-')));
+    const file = decompress(dump.compressed, path.join(work, 'load.sql'));
     const expected = { catalog: await catalogOf(source), rows: await rowsOf(source) };
     for (const readSize of [1, 2, 3, 5, 4096, 1024 * 1024]) {
       const target = await fresh();
@@ -181,7 +179,6 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
 
   it('restores and validates a backup holding a first-layout dump', async () => {
     const dump = readFileSync(VECTOR);
-    const { createHash } = await import('node:crypto');
     const entries = [
       { name: 'config/effective.json' as const, data: Buffer.from('[]\n') },
       { name: 'notifications.json' as const, data: Buffer.from('{"email_templates": [], "webhooks": [], "alert_rules": []}\n') },

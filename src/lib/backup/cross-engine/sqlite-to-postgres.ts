@@ -26,6 +26,8 @@ export async function writePostgresDumpOfSqlite(sqliteFile: string, target: stri
   const Database = loadSqliteDriver();
   const source = new Database(sqliteFile, { readonly: true, fileMustExist: true });
   const out = createWriteStream(target, { mode: 0o600 });
+  // A failed write (a full disk) rejects its write() below; unlistened, the event would end the process.
+  out.on('error', () => undefined);
   const rows: Record<string, number> = {};
   try {
     const schemaVersion = Number((source.prepare('SELECT max(version) AS version FROM schema_migrations').get() as { version: number | null }).version ?? 0);
