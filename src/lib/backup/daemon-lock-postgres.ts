@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { LicenseServerError } from '../errors.js';
+import { postgresUnavailable } from '../storage/postgres.js';
 import { DAEMON_APPLICATION_NAME, databaseInUse, sleep, waitFor, type DaemonLock, type DaemonLockOptions } from './daemon-lock.js';
 
 // Arbitrary but fixed, and different from the backup and migration locks.
@@ -55,7 +56,7 @@ export class PostgresDaemonLock implements DaemonLock {
     try {
       await client.connect();
     } catch (error) {
-      throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot use the PostgreSQL database ${redactDatabaseUrl(this.url)}: ${(error as { code?: string }).code ?? 'connection failed'}`, { cause: error });
+      throw postgresUnavailable(redactDatabaseUrl(this.url), error);
     }
     let locked: boolean;
     try {
