@@ -7,8 +7,8 @@
 // SQLite baseline:     sqlite3 .backup | tar | gzip -1 | openssl enc -aes-256-ctr  (and back)
 // PostgreSQL baseline: pg_dump -Fp | gzip -1 | openssl enc -aes-256-ctr           (and psql back)
 // Each command runs as its own process under /usr/bin/time for wall time and peak RSS. The
-// RSS is that process's own: the PostgreSQL server's processes are not counted, on either side
-// (license-server's create reads the largest table on a second server connection).
+// RSS is that process's own, worker threads included (license-server's create dumps, packs and
+// reads back on one): the PostgreSQL server's processes are not counted, on either side.
 // Goals (issue 6): create and restore at least as fast as the baseline, peak RSS < 200 MiB;
 // issue 15 keeps the read-back of every created archive inside the measured create.
 import { execFileSync, spawnSync } from 'node:child_process';

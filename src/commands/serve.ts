@@ -55,13 +55,29 @@ On first start it creates the signing key and, when no admin token exists, a boo
       import('../http/app.js'),
       import('../http/server.js'),
     ]);
-    const { DAEMON_APPLICATION_NAME, registerDaemon } = await import('../lib/backup/daemon-registry.js');
-    const db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: settings.signing.keyEncryptionKey });
-    const context = { actor: 'serve' };
+    const { createLogWriter } = await import('../http/log-writer.js');
+    const log = createLogWriter();
     const { ServingState } = await import('../http/serving-state.js');
     let state: InstanceType<typeof ServingState> | undefined;
-    // Lets a CLI restore see that this database is being served.
-    const unregister = await registerDaemon(settings.database.url);
+    const { DAEMON_APPLICATION_NAME, holdDaemonLock } = await import('../lib/backup/daemon-lock.js');
+    const { LockFence } = await import('../http/lock-fence.js');
+    const fence = new LockFence(log, () => state);
+    // Taken before the database is opened: a SQLite file opened before a running restore's
+    // swap would be the replaced one, and a PostgreSQL schema must not be migrated under it.
+    const daemonLock = await holdDaemonLock(settings.database.url, {
+      waitSeconds: settings.server.restoreWait,
+      onWaiting: (holder) => log({ level: 'warn', msg: 'a restore of the database is running; waiting for it to finish before serving', holder, wait_s: settings.server.restoreWait }),
+      onLost: (reason) => fence.lost(reason),
+      onRegained: () => fence.regained(),
+    });
+    let db: Awaited<ReturnType<typeof openDatabase>>;
+    try {
+      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: settings.signing.keyEncryptionKey });
+    } catch (error) {
+      await daemonLock.release();
+      throw error;
+    }
+    const context = { actor: 'serve' };
     try {
       const key = await ensureSigningKey(db, context);
       // Sealed keys without the right key-encryption key: refuse to start (SIGNING_KEK_REQUIRED
@@ -77,8 +93,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
         }),
         () => this.resolveConfig(),
       );
-      const { createLogWriter } = await import('../http/log-writer.js');
-      const log = createLogWriter();
+      state.daemonLock = daemonLock;
+      state.refusal = fence.refusal;
       const { Notifier } = await import('../lib/notifications/notifier.js');
       const current = state;
       const notifier = new Notifier({ database: () => current.db, server: () => current.config.settings.issuer, log, allowLinkLocal: () => current.config.settings.notifications.allowLinkLocal });
@@ -112,7 +128,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
     } finally {
       // After a restore the state holds a reopened database; closing twice is harmless.
       await (state ? state.closeDatabase() : db.close()).catch(() => undefined);
-      await unregister();
+      await daemonLock.release();
     }
   }
 }

@@ -74,6 +74,7 @@ export function createApp(deps: AppDependencies): App {
   let inFlight = 0;
   let accepting = true;
   let paused: number | undefined;
+  let replacedLogged = false;
   const maintenance: Maintenance = {
     async begin(retryAfter, keep, timeoutMs) {
       paused = retryAfter;
@@ -170,6 +171,7 @@ export function createApp(deps: AppDependencies): App {
           response.setHeader('Retry-After', String(paused));
           throw new LicenseServerError('RESTORE_IN_PROGRESS', 'a backup is being restored; try again shortly');
         }
+        if (state.refusal && route.path !== '/healthz') throw state.refusal;
         const peer = remote ?? 'unknown';
         if (route.access === 'client') {
           actor = `client:${peer}`;
@@ -201,6 +203,10 @@ export function createApp(deps: AppDependencies): App {
         send(request, response, reply);
       } catch (error) {
         const { status, body } = toErrorResponse(error);
+        if (body.error.code === 'DATABASE_REPLACED' && !replacedLogged) {
+          replacedLogged = true;
+          deps.log({ time: new Date().toISOString(), level: 'error', msg: 'the database file was replaced under the daemon; it serves nothing more until it is restarted', error: (error as Error).message });
+        }
         if (status === 500) deps.log({ time: new Date().toISOString(), level: 'error', msg: 'unhandled error', request_id: requestId, error: describeBug(error) });
         if (!response.headersSent && !response.destroyed) {
           const allow = (error as { allow?: string }).allow;

@@ -40,6 +40,7 @@ export async function restoreWhileServing(
       toolVersion: deps.toolVersion,
       context,
       inDaemon: true,
+      daemonLock: deps.state.daemonLock,
       keepRevocations: options.keepRevocations,
       force: options.force,
       beforeSwap: async () => {

@@ -1,4 +1,6 @@
+import type { DaemonLock } from '../lib/backup/daemon-lock.js';
 import type { ResolvedConfig } from '../lib/config/resolve.js';
+import type { LicenseServerError } from '../lib/errors.js';
 import { forgetSigner } from '../lib/signing-keys/signer.js';
 import type { Database } from '../lib/storage/types.js';
 
@@ -9,6 +11,10 @@ import type { Database } from '../lib/storage/types.js';
  */
 export class ServingState {
   private database: Database | undefined;
+  /** The lock `serve` holds on the database for its whole life; absent when tests drive the app alone. */
+  daemonLock: DaemonLock | undefined;
+  /** Why every request but /healthz is refused right now (the daemon lost its database lock). */
+  refusal: LicenseServerError | undefined;
 
   constructor(
     database: Database,

@@ -214,6 +214,11 @@ export const ERROR_TABLE = {
     http: 507,
     hint: 'Free space on the PostgreSQL server (its data directory or the database\'s tablespace), then run the command again; the backup itself is fine.',
   },
+  DATABASE_REPLACED: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'Something replaced the SQLite file outside license-server\'s locks (an older release, or by hand): restart the daemon, then check the data.',
+  },
   DATABASE_SCHEMA_TOO_NEW: {
     exit: EXIT.unavailable,
     http: 503,

@@ -1,7 +1,9 @@
 import { dropAllTestDatabases } from './postgres.js';
+import { killAllClis } from './restore-race.js';
 import { killAllServes } from './serve.js';
 
 export async function mochaGlobalTeardown(): Promise<void> {
   killAllServes();
+  killAllClis();
   await dropAllTestDatabases();
 }

@@ -28,9 +28,10 @@ export function killAllServes(): void {
 
 /**
  * Starts a real `license-server serve` on a free loopback port, as an operator would,
- * and waits for its banner. The environment is clean apart from `env`.
+ * and waits for its banner. The environment is clean apart from `env`. `onOutput` sees
+ * stdout and stderr as they come, before the banner too (a daemon waiting to start).
  */
-export function startServe(env: Record<string, string>, args: string[] = []): Promise<ServeProcess> {
+export function startServe(env: Record<string, string>, args: string[] = [], onOutput?: (stdout: string, stderr: string) => void): Promise<ServeProcess> {
   const clean: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith('LICENSE_')) clean[name] = value;
   const cwd = mkdtempSync(path.join(tmpdir(), 'license-serve-'));
@@ -44,8 +45,14 @@ export function startServe(env: Record<string, string>, args: string[] = []): Pr
   child.once('exit', () => running.delete(child));
   let out = '';
   let err = '';
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+    onOutput?.(out, err);
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+    onOutput?.(out, err);
+  });
   // 'close', not 'exit': by then everything the process wrote has been read.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {

@@ -14,7 +14,8 @@ interface Holder {
 /**
  * One backup, restore or prune at a time per backup directory: a lock file holding the
  * holder's pid, host and start time, taken with O_EXCL. A lock whose process is gone (same
- * host, pid not running) is stale and taken over. Returns the release function.
+ * host, pid not running) is stale and taken over. Given the database, also one at a time
+ * per database, whatever the backup directory. Returns the release function.
  */
 export async function acquireBackupLock(
   directory: string,
@@ -23,11 +24,11 @@ export async function acquireBackupLock(
   databaseUrl?: string,
 ): Promise<() => Promise<void>> {
   const releaseFile = await acquireFileLock(directory, operation, now);
-  if (!databaseUrl || !/^postgres(ql)?:\/\//i.test(databaseUrl)) return releaseFile;
+  if (!databaseUrl) return releaseFile;
   try {
-    const releaseAdvisory = await acquireAdvisoryLock(databaseUrl, operation);
+    const releaseDatabase = /^postgres(ql)?:\/\//i.test(databaseUrl) ? await acquireAdvisoryLock(databaseUrl, operation) : await acquireSqliteLock(databaseUrl);
     return async () => {
-      await releaseAdvisory();
+      await releaseDatabase();
       await releaseFile();
     };
   } catch (error) {
@@ -62,6 +63,21 @@ async function acquireAdvisoryLock(databaseUrl: string, operation: string): Prom
   return async () => {
     await client.end().catch(() => undefined);
   };
+}
+
+/**
+ * The same for SQLite, where two backup directories (two LICENSE_BACKUP_PATH values) on one
+ * database would otherwise run at once: EXCLUSIVE on `<database>.backup-lock`, which the
+ * kernel releases if this process dies.
+ */
+async function acquireSqliteLock(database: string): Promise<() => Promise<void>> {
+  const { backupLockFile, SqliteLockFile } = await import('./sqlite-lock-file.js');
+  const lock = SqliteLockFile.open(backupLockFile(database));
+  if (!lock.tryExclusive()) {
+    lock.close();
+    throw new LicenseServerError('BACKUP_IN_PROGRESS', `another process is backing up, restoring or pruning the SQLite database ${database} right now (with another backup directory)`);
+  }
+  return async () => lock.close();
 }
 
 async function acquireFileLock(directory: string, operation: string, now: Date): Promise<() => Promise<void>> {

@@ -12,7 +12,7 @@ import { SCHEMA_VERSION } from '../storage/migrations.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import type { Progress } from './archive.js';
 import { createBackup } from './create.js';
-import { daemonUsing } from './daemon-registry.js';
+import { lockOutDaemons, type DaemonLock } from './daemon-lock.js';
 import type { ConvertedTables } from './cross-engine/sqlite-to-postgres.js';
 import { acquireBackupLock } from './lock.js';
 import type { Manifest } from './manifest.js';
@@ -34,6 +34,8 @@ export interface RestoreOptions {
   readonly onProgress?: Progress;
   /** Set by the daemon restoring its own database: it has stopped serving meanwhile. */
   readonly inDaemon?: boolean;
+  /** That daemon's lock: made exclusive for the restore, so that no other daemon serves the database. */
+  readonly daemonLock?: DaemonLock;
   /** Called after the pre-restore backup, before the swap: the daemon closes its database here. */
   readonly beforeSwap?: () => Promise<void>;
   /**
@@ -101,6 +103,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   const postgres = isPostgresUrl(settings.database.url);
   const stagingParent = postgres ? directory : path.dirname(settings.database.url);
   let staging: string | undefined;
+  let releaseDaemons: (() => Promise<void>) | undefined;
   try {
     const { file, record } = await resolveBackup(directory, options.reference);
     if (postgres) await (await import('./postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
@@ -113,10 +116,10 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       if (owner ? ownerState(owner) === 'gone' : name.startsWith('.restore-')) await rm(path.join(stagingParent, name), { recursive: true, force: true });
     }
     staging = await mkdtemp(path.join(stagingParent, ownedWorkPrefix('restore')));
-    const user = options.inDaemon ? undefined : await daemonUsing(settings.database.url);
-    if (user) {
-      throw new LicenseServerError('DATABASE_IN_USE', `a license-server daemon (${user}) is using the database; stop it or restore through its API`);
-    }
+    // The check for daemons takes their lock, and keeps it to the end: a daemon that starts
+    // from here on waits for the restore instead of opening the data being replaced.
+    if (options.daemonLock) releaseDaemons = await options.daemonLock.excludeOtherDaemons();
+    else if (!options.inDaemon) releaseDaemons = await lockOutDaemons(settings.database.url);
     const carry = new RevocationCarry(options.keepRevocations ?? true);
     let safety: BackupRecord | undefined;
     // A PostgreSQL backup restored into PostgreSQL is loaded while the archive is read and
@@ -228,6 +231,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     throw asWriteFailure(error, `cannot write into ${stagingParent} for the restore`);
   } finally {
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    await releaseDaemons?.();
     await release();
   }
 }

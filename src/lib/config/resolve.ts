@@ -19,6 +19,8 @@ export interface Settings {
     readonly requestTimeout: number;
     readonly clientRateLimit: number;
     readonly clientRateBurst: number;
+    /** Seconds a starting daemon waits for a running restore. */
+    readonly restoreWait: number;
   };
   readonly issuer: string;
   readonly grace: { readonly hours: number };
@@ -112,6 +114,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       requestTimeout: get('server.request_timeout'),
       clientRateLimit: get('server.client_rate_limit'),
       clientRateBurst: get('server.client_rate_burst'),
+      restoreWait: get('server.restore_wait'),
     },
     issuer: get('issuer'),
     grace: { hours: get('grace.hours') },

@@ -77,6 +77,15 @@ export const SETTINGS: readonly SettingSpec[] = [
     description: 'Seconds a client has to send a whole request (headers: at most 10 of them).',
   },
   {
+    key: 'server.restore_wait',
+    env: 'LICENSE_RESTORE_WAIT',
+    type: 'integer',
+    min: 0,
+    max: 3600,
+    default: () => 300,
+    description: 'Seconds a starting daemon waits for a restore of its database to finish before it refuses to start.',
+  },
+  {
     key: 'server.client_rate_limit',
     env: 'LICENSE_CLIENT_RATE_LIMIT',
     type: 'integer',

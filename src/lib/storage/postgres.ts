@@ -114,16 +114,21 @@ export class PostgresDatabase implements Database {
   }
 
   private unavailable(error: unknown): LicenseServerError {
-    const code = (error as { code?: string }).code;
-    const reason = code === '3D000' ? 'the database does not exist'
-      : code === '28P01' || code === '28000' ? 'authentication failed'
-      : code === 'ECONNREFUSED' ? 'connection refused'
-      : /timeout/i.test((error as Error).message ?? '') ? `no answer within ${CONNECT_TIMEOUT_MS} ms`
-      : code ?? 'connection failed';
-    return new LicenseServerError('DATABASE_UNAVAILABLE', `cannot use the PostgreSQL database ${this.location}: ${reason}`, {
-      cause: error,
-    });
+    return postgresUnavailable(this.location, error);
   }
+}
+
+/** DATABASE_UNAVAILABLE for a connection that failed, with the reason in words. `location` is redacted. */
+export function postgresUnavailable(location: string, error: unknown): LicenseServerError {
+  const code = (error as { code?: string }).code;
+  const reason = code === '3D000' ? 'the database does not exist'
+    : code === '28P01' || code === '28000' ? 'authentication failed'
+    : code === 'ECONNREFUSED' ? 'connection refused'
+    : /timeout/i.test((error as Error).message ?? '') ? `no answer within ${CONNECT_TIMEOUT_MS} ms`
+    : code ?? 'connection failed';
+  return new LicenseServerError('DATABASE_UNAVAILABLE', `cannot use the PostgreSQL database ${location}: ${reason}`, {
+    cause: error,
+  });
 }
 
 function toPostgres(value: SqlValue): unknown {

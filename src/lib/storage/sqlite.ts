@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { keyIdOf } from '../crypto/key-set.js';
@@ -36,7 +36,8 @@ export class SqliteDatabase implements Database {
     const key = path.resolve(file);
     let connection = connections.get(key);
     if (!connection) {
-      connection = new SharedConnection(key, openConnection(key, options.create !== false));
+      const { db, identity } = openConnection(key, options.create !== false);
+      connection = new SharedConnection(key, db, identity);
       connections.set(key, connection);
     }
     connection.handles += 1;
@@ -44,11 +45,17 @@ export class SqliteDatabase implements Database {
   }
 
   query<R extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<R[]> {
-    return this.live().serialised(() => this.connection.all(sql, params) as R[]);
+    return this.live().serialised(() => {
+      this.connection.checkSameFile();
+      return this.connection.all(sql, params) as R[];
+    });
   }
 
   execute(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.live().serialised(() => this.connection.run(sql, params));
+    return this.live().serialised(() => {
+      this.connection.checkSameFile();
+      return this.connection.run(sql, params);
+    });
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
@@ -63,6 +70,11 @@ export class SqliteDatabase implements Database {
     if (connection.handles > 0) return;
     connections.delete(connection.file);
     await connection.queue.catch(() => undefined);
+    if (connection.isReplaced()) {
+      // Closing would checkpoint into the old file, then delete the -wal and -shm files by
+      // name: those of the file now at the path. The handle is left to the process's end.
+      return;
+    }
     if (connection.db.open) connection.db.close();
   }
 
@@ -89,14 +101,43 @@ class SharedConnection {
   readonly direct: Queryable;
   private readonly statements = new Map<string, Statement>();
 
+  private replaced: LicenseServerError | undefined;
+
   constructor(
     readonly file: string,
     readonly db: BetterSqlite3.Database,
+    private readonly identity: FileIdentity,
   ) {
     this.direct = {
       query: async <R extends Row>(sql: string, params?: readonly SqlValue[]) => this.all(sql, params) as R[],
       execute: async (sql: string, params?: readonly SqlValue[]) => this.run(sql, params),
     };
+  }
+
+  /**
+   * Refuses to go on with a file that is no longer the one at the path: a restore that
+   * ignored the locks, or a hand, renamed another file over it, and what this connection
+   * commits would go to a deleted file nobody will ever read. Checked before every read
+   * and before every commit; a stat costs about 1 us. Once replaced, always replaced.
+   */
+  checkSameFile(): void {
+    if (this.replaced) throw this.replaced;
+    const now = statSync(this.file, { throwIfNoEntry: false });
+    if (now && now.ino === this.identity.ino && now.dev === this.identity.dev) return;
+    this.replaced = new LicenseServerError(
+      'DATABASE_REPLACED',
+      `the SQLite database ${this.file} was ${now ? 'replaced by another file' : 'removed'} after this process opened it; nothing more is read from or written to the old file`,
+    );
+    throw this.replaced;
+  }
+
+  isReplaced(): boolean {
+    try {
+      this.checkSameFile();
+      return false;
+    } catch {
+      return true;
+    }
   }
 
   serialised<T>(work: () => T | Promise<T>): Promise<T> {
@@ -149,6 +190,7 @@ class SharedConnection {
           this.run('RELEASE grouped');
         }
       }
+      this.checkSameFile();
       this.run('COMMIT');
     } catch (error) {
       fatal = error;
@@ -187,7 +229,12 @@ class SharedConnection {
   }
 }
 
-function openConnection(file: string, create: boolean): BetterSqlite3.Database {
+interface FileIdentity {
+  readonly dev: number;
+  readonly ino: number;
+}
+
+function openConnection(file: string, create: boolean): { db: BetterSqlite3.Database; identity: FileIdentity } {
   const unavailable = (error: unknown): never => {
     throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot open the SQLite database ${file}: ${describeFsError(error)}`, {
       cause: error,
@@ -204,7 +251,16 @@ function openConnection(file: string, create: boolean): BetterSqlite3.Database {
   }
   try {
     const Driver = loadSqliteDriver();
-    const db = new Driver(file, { timeout: BUSY_TIMEOUT_MS, fileMustExist: !create });
+    // The same file before and after the open is the file the connection has open.
+    let before = statSync(file, { throwIfNoEntry: false });
+    let db = new Driver(file, { timeout: BUSY_TIMEOUT_MS, fileMustExist: !create });
+    let after = statSync(file);
+    for (let attempt = 0; attempt < 3 && !(before && before.ino === after.ino && before.dev === after.dev); attempt += 1) {
+      db.close();
+      before = after;
+      db = new Driver(file, { timeout: BUSY_TIMEOUT_MS, fileMustExist: !create });
+      after = statSync(file);
+    }
     db.pragma('journal_mode = WAL');
     // In WAL mode NORMAL never corrupts; a power cut may lose the last commits, a crash does not.
     db.pragma('synchronous = NORMAL');
@@ -212,7 +268,7 @@ function openConnection(file: string, create: boolean): BetterSqlite3.Database {
     // A replaced or deleted private signing key (protect, retire) must not linger in free space.
     db.pragma('secure_delete = ON');
     addSqlFunctions(db);
-    return db;
+    return { db, identity: { dev: after.dev, ino: after.ino } };
   } catch (error) {
     return unavailable(error);
   }
