@@ -36,7 +36,7 @@ forEachEngine('a restore beside a daemon', (fixture) => {
   it('a daemon started while a restore runs waits for it, then serves the restored data; one that may not wait that long refuses', async () => {
     const { env, url, backupId } = await store();
     const restore = startCli(['backup', 'restore', backupId, '--yes'], env);
-    const caught = await pauseWhenBackupBegins(env.LICENSE_BACKUP_PATH, restore);
+    const caught = await pauseWhenBackupBegins(env.LICENSE_BACKUP_PATH!, restore);
     if (!caught) assert.fail(`the restore ended before it could be stopped past its check for daemons: ${(await restore.exited).stderr}`);
     let waiting = false;
     const impatient = startServe({ ...env, LICENSE_RESTORE_WAIT: '1' }).then(
@@ -85,7 +85,7 @@ forEachEngine('a restore beside a daemon', (fixture) => {
       // state without the wait: a daemon with no connection to its database.
       if (fixture.engine === 'postgres') await closeIdleDaemonConnections(url);
       const restore = startCli(['backup', 'restore', backupId, '--yes'], env);
-      if (await pauseWhenBackupBegins(env.LICENSE_BACKUP_PATH, restore)) {
+      if (await pauseWhenBackupBegins(env.LICENSE_BACKUP_PATH!, restore)) {
         // Past its check: what the daemon acknowledges now must survive the swap.
         try {
           await writeCustomers(serve.url, TOKEN, () => true, 10, writes);

@@ -27,7 +27,7 @@ describe('tar headers (archive framing)', () => {
     assert.equal(header[124], 0x80);
     const extract = tar.extract();
     const seen = new Promise<number | undefined>((resolve, reject) => {
-      extract.on('entry', (entry: tar.Header, stream: NodeJS.ReadableStream) => {
+      extract.on('entry', (entry: tar.Header, stream: { resume(): void }) => {
         resolve(entry.size);
         stream.resume();
         extract.destroy();
