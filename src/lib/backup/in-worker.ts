@@ -10,21 +10,27 @@ const TASKS = new URL(`./backup-tasks${path.extname(fileURLToPath(import.meta.ur
 
 const YOUNG_GENERATION_MB = 4;
 
+// Written to run as CommonJS or as an ES module (a parent started with --input-type=module
+// passes that on to eval workers): no require, no top-level await.
 const WORKER = `
-const { workerData, parentPort } = require('node:worker_threads');
-let pending = 0;
-const report = (bytes) => {
-  pending += bytes;
-  if (pending >= 1048576) { parentPort.postMessage({ progress: pending }); pending = 0; }
-};
-// Only the test suite runs the TypeScript sources; a worker does not inherit its loader.
-const loader = workerData.module.endsWith('.ts') ? import('tsx/esm/api').then((tsx) => tsx.register()) : Promise.resolve();
-loader.then(() => import(workerData.module)).then((tasks) => tasks.BACKUP_TASKS[workerData.task](...workerData.args, report)).then(
-  (result) => { if (pending) parentPort.postMessage({ progress: pending }); parentPort.postMessage({ ok: true, result }); },
-  (error) => parentPort.postMessage({ ok: false, error: {
-    name: error && error.name, code: error && error.code, message: String((error && error.message) || error),
-    hint: error && error.hint, syscall: error && error.syscall, errno: error && error.errno, path: error && error.path } }),
-);
+import('node:worker_threads').then(({ workerData, parentPort }) => {
+  // Only the test suite runs the TypeScript sources; a worker does not inherit its loader.
+  const loader = workerData.module.endsWith('.ts') ? import('tsx/esm/api').then((tsx) => tsx.register()) : Promise.resolve();
+  const tasks = loader.then(() => import(workerData.module));
+  parentPort.on('message', ({ id, task, args }) => {
+    let pending = 0;
+    const report = (bytes) => {
+      pending += bytes;
+      if (pending >= 1048576) { parentPort.postMessage({ id, progress: pending }); pending = 0; }
+    };
+    tasks.then((module) => module.BACKUP_TASKS[task](...args, report)).then(
+      (result) => { if (pending) parentPort.postMessage({ id, progress: pending }); parentPort.postMessage({ id, ok: true, result }); },
+      (error) => parentPort.postMessage({ id, ok: false, error: {
+        name: error && error.name, code: error && error.code, message: String((error && error.message) || error),
+        hint: error && error.hint, syscall: error && error.syscall, errno: error && error.errno, path: error && error.path } }),
+    );
+  });
+});
 `;
 
 interface Failure {
@@ -39,6 +45,57 @@ interface Failure {
 
 type Task = keyof BackupTasks;
 type Args<K extends Task> = Parameters<BackupTasks[K]> extends [...infer Rest, (bytes: number) => void] ? Rest : Parameters<BackupTasks[K]>;
+interface Pending {
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+  onProgress?: (bytes: number) => void;
+}
+
+// A worker is started at the first task and kept while tasks follow (a backup runs three);
+// idle this long, it ends, so that a daemon does not keep its memory between backups.
+const IDLE_MS = 10_000;
+interface SharedWorker {
+  readonly worker: Worker;
+  readonly pending: Map<number, Pending>;
+  idle?: NodeJS.Timeout;
+}
+let shared: SharedWorker | undefined;
+let nextId = 0;
+
+function backupWorker(): SharedWorker {
+  if (shared) return shared;
+  // A small young generation: what the steps allocate is Buffers, whose bytes live outside
+  // the heap, and the default one would add ~30 MB of peak memory to the process.
+  const worker = new Worker(WORKER, { eval: true, workerData: { module: TASKS }, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
+  const state: SharedWorker = { worker, pending: new Map() };
+  const failAll = (error: unknown) => {
+    if (shared === state) shared = undefined;
+    for (const task of state.pending.values()) task.reject(error);
+    state.pending.clear();
+  };
+  worker.on('message', (message: { id: number; progress?: number; ok?: boolean; result?: unknown; error?: Failure }) => {
+    const task = state.pending.get(message.id);
+    if (!task) return;
+    if (message.progress !== undefined) return task.onProgress?.(message.progress);
+    state.pending.delete(message.id);
+    if (state.pending.size === 0) idle(state);
+    if (message.ok) task.resolve(message.result);
+    else task.reject(revive(message.error!));
+  });
+  worker.once('error', failAll);
+  worker.once('exit', (code) => failAll(new Error(`the backup worker exited with ${code}`)));
+  shared = state;
+  return state;
+}
+
+function idle(state: SharedWorker): void {
+  // Waiting for the next task must not keep a finished command's process alive.
+  state.worker.unref();
+  state.idle = setTimeout(() => {
+    if (shared === state) shared = undefined;
+    void state.worker.terminate();
+  }, IDLE_MS).unref();
+}
 
 /**
  * Runs a byte-heavy backup step on a worker thread. Not for parallelism (the steps already
@@ -49,24 +106,13 @@ type Args<K extends Task> = Parameters<BackupTasks[K]> extends [...infer Rest, (
  * answering meanwhile, too. Errors come back with their code, hint and system-call fields.
  */
 export function inWorker<K extends Task>(task: K, args: Args<K>, onProgress?: (bytes: number) => void): Promise<Awaited<ReturnType<BackupTasks[K]>>> {
+  const state = backupWorker();
+  clearTimeout(state.idle);
+  state.worker.ref();
+  const id = nextId++;
   return new Promise((resolve, reject) => {
-    // A small young generation: what the steps allocate is Buffers, whose bytes live outside
-    // the heap, and the default one would add ~30 MB of peak memory to the process.
-    const worker = new Worker(WORKER, { eval: true, workerData: { module: TASKS, task, args }, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
-    let settled = false;
-    worker.on('message', (message: { progress?: number; ok?: boolean; result?: unknown; error?: Failure }) => {
-      if (message.progress !== undefined) return onProgress?.(message.progress);
-      settled = true;
-      if (message.ok) resolve(message.result as Awaited<ReturnType<BackupTasks[K]>>);
-      else reject(revive(message.error!));
-    });
-    worker.once('error', (error) => {
-      settled = true;
-      reject(error);
-    });
-    worker.once('exit', (code) => {
-      if (!settled) reject(new Error(`the backup worker exited with ${code}`));
-    });
+    state.pending.set(id, { resolve: resolve as (result: unknown) => void, reject, onProgress });
+    state.worker.postMessage({ id, task, args });
   });
 }
 
