@@ -75,7 +75,12 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
     // The dump is written unqualified (docs/backup-format.md), so it loads wherever the
     // search_path points; our tables are in the schema it pointed to before.
     home = (await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]!.schema;
-    await client.query(`CREATE SCHEMA ${staging}`);
+    await client.query(`CREATE SCHEMA ${staging}`).catch((error: unknown) => {
+      if ((error as { code?: string }).code !== '42501') throw error;
+      throw new LicenseServerError('DATABASE_UNAVAILABLE', 'the restore may not create a schema in this database (it loads the backup into one beside the tables it replaces); nothing was changed', {
+        hint: 'Restore as the database owner, or grant the restoring role CREATE on the database (GRANT CREATE ON DATABASE name TO role).',
+      });
+    });
     // Behind the new schema, the old one: a default calling a function of ours still resolves.
     await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [`${staging}, ${pgQuoteIdent(home)}`]);
   } catch (error) {
