@@ -216,8 +216,13 @@ export async function readArchive(
     source.destroy();
     throw translate(error);
   });
-  // Whichever fails first names the problem; the other is then aborted with it.
-  await Promise.all([unpacking, consuming]);
+  // Whichever fails first names the problem; the other is then aborted with it. Both are
+  // awaited all the same: a caller must never see this return while its onEntry still runs
+  // (a restore's onEntry opens a database transaction that it then has to close).
+  let failure: { error: unknown } | undefined;
+  const settle = (work: Promise<unknown>) => work.catch((error: unknown) => void (failure ??= { error }));
+  await Promise.all([settle(unpacking), settle(consuming)]);
+  if (failure) throw failure.error;
   if (gunzip.bytesWritten !== gzipBytes.bytes) {
     throw corrupt(`${byteCount(gzipBytes.bytes - gunzip.bytesWritten)} after the end of its gzip data`);
   }

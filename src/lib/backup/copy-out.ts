@@ -42,7 +42,6 @@ export class CopyOut extends Readable {
   private filled = 0;
   private forwarding = false;
   private finished = false;
-  rowCount = 0;
 
   constructor(private readonly text: string) {
     super();
@@ -145,10 +144,7 @@ export class CopyOut extends Readable {
     this.destroy(error);
   }
 
-  handleCommandComplete(message: { text?: string }): void {
-    const match = /COPY (\d+)/.exec(message?.text ?? '');
-    if (match) this.rowCount = Number(match[1]);
-  }
+  handleCommandComplete(): void {}
 
   handleReadyForQuery(): void {}
 }

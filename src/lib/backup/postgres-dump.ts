@@ -36,9 +36,9 @@ export interface PostgresDump {
  * already keep both busy, and a second stream could only be hashed in dump order after a
  * round trip through the disk (measured: slower overall). Memory stays flat whatever the size.
  */
-export async function dumpPostgres(url: string, directory: string, options: { level?: number } = {}): Promise<PostgresDump> {
+export async function dumpPostgres(url: string, directory: string): Promise<PostgresDump> {
   const client = await connect(url);
-  const spool = new CompressedSpool(path.join(directory, 'postgres.sql.gz'), { level: options.level ?? 1, windowBits: DUMP_WINDOW_BITS, blockSize: COPY_OUT_BLOCK });
+  const spool = new CompressedSpool(path.join(directory, 'postgres.sql.gz'), { level: 1, windowBits: DUMP_WINDOW_BITS, blockSize: COPY_OUT_BLOCK });
   try {
     const { schemaVersion, tables } = await beginSnapshot(client);
     const schema = await readDumpSchema(client, tables);

@@ -9,17 +9,19 @@ import { loadDump } from './postgres-load.js';
 import { CARRIED_TABLES, type RevocationCarry } from './revocations.js';
 import { newScratchDatabaseName, scratchApplicationName } from './scratch-databases.js';
 
-/**
- * Replaces our tables with a dump's in one transaction: DROP them all, run the dump, COMMIT.
- * Any failure rolls back, leaving the database exactly as it was. The revocations of the
- * replaced data are read first (with writes to those tables locked out until the commit)
- * and re-applied before the commit, so they are never undone, not even for a moment.
- */
+
 async function hasTable(client: { query<R extends Row>(sql: string, params?: unknown[]): Promise<{ rows: R[] }> }, name: string): Promise<boolean> {
   const result = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [name]);
   return result.rows[0]!.present;
 }
 
+/**
+ * Replaces our tables with a dump's in one transaction (openPostgresRestore): the dump is
+ * loaded beside them, then they are swapped and the transaction commits. Any failure rolls
+ * back, leaving the database exactly as it was. The revocations of the replaced data are
+ * read first (with writes to those tables locked out until the commit) and re-applied
+ * before the commit, so they are never undone, not even for a moment.
+ */
 export async function restorePostgres(url: string, dumpFile: string, carry: RevocationCarry): Promise<void> {
   const restore = await openPostgresRestore(url, carry);
   try {
@@ -60,6 +62,7 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
     await client.end().catch(() => undefined);
   };
   const staging = `license_restore_${randomBytes(6).toString('hex')}`;
+  /** The schema our tables are in, as an identifier. */
   let home = 'public';
   try {
     await client.query('BEGIN');
@@ -74,7 +77,8 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
     }
     // The dump is written unqualified (docs/backup-format.md), so it loads wherever the
     // search_path points; our tables are in the schema it pointed to before.
-    home = (await client.query<{ schema: string }>('SELECT current_schema() AS schema')).rows[0]!.schema;
+    // Quoted by PostgreSQL itself: any schema name, reserved words included.
+    home = (await client.query<{ schema: string }>('SELECT pg_catalog.quote_ident(current_schema()) AS schema')).rows[0]!.schema;
     await client.query(`CREATE SCHEMA ${staging}`).catch((error: unknown) => {
       if ((error as { code?: string }).code !== '42501') throw error;
       throw new LicenseServerError('DATABASE_UNAVAILABLE', 'the restore may not create a schema in this database (it loads the backup into one beside the tables it replaces); nothing was changed', {
@@ -82,7 +86,7 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
       });
     });
     // Behind the new schema, the old one: a default calling a function of ours still resolves.
-    await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [`${staging}, ${pgQuoteIdent(home)}`]);
+    await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [`${staging}, ${home}`]);
   } catch (error) {
     await close();
     throw asBackupError(error);
@@ -97,14 +101,14 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
     },
     commit: async () => {
       try {
-        await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [pgQuoteIdent(home)]);
+        await client.query(`SELECT pg_catalog.set_config('search_path', $1, true)`, [home]);
         for (const table of [...TABLES].reverse()) await client.query(`DROP TABLE IF EXISTS ${table.name} CASCADE`);
         const loaded = await client.query<{ name: string }>(
-          `SELECT c.relname AS name FROM pg_catalog.pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p')`,
+          `SELECT pg_catalog.quote_ident(c.relname) AS name FROM pg_catalog.pg_class c WHERE c.relnamespace = $1::regnamespace AND c.relkind IN ('r', 'p')`,
           [staging],
         );
         // Indexes, constraints and identity sequences move with their tables.
-        for (const { name } of loaded.rows) await client.query(`ALTER TABLE ${staging}.${pgQuoteIdent(name)} SET SCHEMA ${pgQuoteIdent(home)}`);
+        for (const { name } of loaded.rows) await client.query(`ALTER TABLE ${staging}.${name} SET SCHEMA ${home}`);
         // RESTRICT: anything else the dump made is refused rather than dropped unseen.
         await client.query(`DROP SCHEMA ${staging} RESTRICT`);
         await carry.apply(tx, { machines: await hasTable(client, 'machines') });
@@ -115,10 +119,6 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
     },
     close,
   };
-}
-
-function pgQuoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
 }
 
 /** Loads a dump into a fresh scratch database beside `url`'s, counts its rows, drops it. */

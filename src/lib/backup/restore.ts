@@ -128,16 +128,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     // backup still changes nothing and leaves no backup behind, and the load no longer waits
     // for a separate pass over the archive (and a staged copy of the dump) to finish.
     let streamed: PostgresRestore | undefined;
-    let starting: Promise<unknown> | undefined;
-    let stopped = false;
-    const startStreamedRestore = (manifest: Manifest): Promise<EntryConsumers | undefined> => {
-      const started = startStreamed(manifest);
-      starting = started.catch(() => undefined);
-      return started;
-    };
-    const startStreamed = async (manifest: Manifest): Promise<EntryConsumers | undefined> => {
+    const startStreamedRestore = async (manifest: Manifest): Promise<EntryConsumers | undefined> => {
       checkCompatible(manifest);
-      if (!postgres || manifest.engine !== 'postgres' || stopped) return undefined;
+      if (!postgres || manifest.engine !== 'postgres') return undefined;
       const { openPostgresRestore } = await import('./postgres-restore.js');
       const restore = await openPostgresRestore(settings.database.url, carry);
       streamed = restore;
@@ -160,8 +153,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
         await streamed.commit();
       }
     } finally {
-      stopped = true;
-      await starting;
+      // verifyArchive returns only once onManifest has settled, so an opened restore is here.
       await streamed?.close();
     }
     const { manifest } = archive;
