@@ -32,7 +32,7 @@ const now = new Date(data.now);
 const publicKey = data.public_key_pem;
 const byName = (name: string) => data.accept.find((vector) => vector.name === name)!;
 const jsonOf = (file: string) => Buffer.from(file, 'base64').toString('utf8');
-const decodeLicenseFileText = (file: string) => JSON.parse(jsonOf(file)) as Record<string, string>;
+const decodeLicenseFileText = (file: string) => JSON.parse(jsonOf(file)) as { license_key_prefix: string; customer_name: string };
 
 describe('.lic reader vectors (test/vectors/offline-license-v1-readers.json)', () => {
   it('are signed with the key of signing-key.pem', () => {
