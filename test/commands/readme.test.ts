@@ -41,7 +41,7 @@ describe('README.md', () => {
     const [license] = ok(await runCli(['license', 'list', '--json'], { cwd: work })).json();
     assert.equal(license.max_machines, 5);
     assert.deepEqual(license.metadata, { crm_id: 'AC-1042' });
-    assert.equal(license.valid_until, new Date(Date.parse('2099-12-31T23:59:59.000Z') + 365 * 86_400_000).toISOString());
+    assert.equal(license.valid_until, new Date(Date.parse('2100-01-01T00:00:00.000Z') + 365 * 86_400_000).toISOString());
     assert.equal(license.machines_in_use, 1);
     assert.equal(readdirSync(work).filter((name) => name.endsWith('.lic')).length, 1);
     const [token] = ok(await runCli(['token', 'list', '--json'], { cwd: work })).json();
