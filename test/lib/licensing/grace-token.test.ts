@@ -112,6 +112,11 @@ describe('grace tokens', () => {
     it('accepts the tokens of "accepted": integers written with a fraction or an exponent, no kid, members the tables do not define', () => {
       assert.deepEqual(vector.accepted.map((accepted: { name: string }) => accepted.name), ['iat-with-a-fraction-and-exp-with-an-exponent', 'no-kid', 'members-not-in-the-tables']);
       assert.match(Buffer.from(vector.accepted[0].token.split('.')[1], 'base64url').toString('utf8'), /"iat":1795341600\.0,.*"exp":1\.7956008E9,/);
+      // Step 4 says "integers": the doc says how a verifier reads them, naming these forms.
+      const doc = readFileSync(new URL('../../../docs/grace-token.md', import.meta.url), 'utf8');
+      const integers = /^\*\*Integers\*\*([\s\S]*?)\n\n/m.exec(doc)?.[1]?.replace(/\s+/g, ' ') ?? '';
+      for (const form of ['`1795341600.0`', '`1.7956008E9`', '`1795341600.5`', '`9007199254740992`']) assert.ok(integers.includes(form), form);
+      assert.match(integers, /as the IEEE 754 double it denotes/);
       for (const accepted of vector.accepted as Array<{ name: string; token: string; iat: number; exp: number }>) {
         const { claims } = verifyGraceToken(accepted.token, keySet, { now: verifiedAt() });
         assert.deepEqual([claims.iat, claims.exp, claims.license_id], [accepted.iat, accepted.exp, 'c2a1b9e4-5d7f-4a3b-9e1c-0f2d3b4a5c6d'], accepted.name);
