@@ -87,6 +87,15 @@ const accept = [
     hardware_id: bell,
   },
   {
+    name: 'utf-8-byte-order-mark',
+    description: 'bound-with-key with the UTF-8 byte order mark EF BB BF before its JSON: dropped (section 2 rule 4), so the canonical form and the signature are bound-with-key\'s',
+    file: `${Buffer.concat([Buffer.of(0xef, 0xbb, 0xbf), Buffer.from(bound.file, 'base64')]).toString('base64')}\n`,
+    hardware_id: bound.binding.hardware_id,
+    payload: bound.payload,
+    canonical_payload_hex: bound.canonical_payload_hex,
+    decryption_key_hex: decryptionKeyHex,
+  },
+  {
     name: 'utf-16-code-unit-limits',
     description: 'bound (without a key), with "license_key_prefix" "7KQ2-" U+1F680 "X" (8 UTF-16 code units, 7 code points) and a "customer_name" of 500 times U+1F680 (1000 UTF-16 code units, 2000 bytes of UTF-8): both at their limits, counted in UTF-16 code units',
     ...signed({ ...boundTo('HW-1', false), license_key_prefix: '7KQ2-\u{1F680}X', customer_name: '\u{1F680}'.repeat(500) }),

@@ -66,6 +66,12 @@ describe('docs/offline-license-format.md', () => {
     for (const form of forms) assert.ok(doc.includes(`\`${form}\``), `the doc names ${form}`);
   });
 
+  it('section 2 says a reader drops a UTF-8 byte order mark before the JSON, as the readers do (vector utf-8-byte-order-mark)', () => {
+    assert.match(oneLine(section(2)), /A UTF-8 byte order mark \(`EF BB BF`\) at their start is dropped/);
+    const withMark = readers.accept.find((v: { name: string }) => v.name === 'utf-8-byte-order-mark');
+    assert.deepEqual(decodeLicenseFile(withMark.file).payload, vectorNamed('bound-with-key').payload);
+  });
+
   it('section 7 unseals with the file\'s hardware_id as written, as the code does and vector hardware-id-not-nfc needs', () => {
     const unseal = oneLine(/^To unseal([\s\S]*?)\n\n/m.exec(section(7))![1]!);
     assert.match(unseal, /derive the binding key from the file's `hardware_id` field as written/);

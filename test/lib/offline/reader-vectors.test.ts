@@ -48,6 +48,7 @@ describe('.lic reader vectors (test/vectors/offline-license-v1-readers.json)', (
     const long = byName('hardware-id-256-code-units').hardware_id;
     assert.deepEqual([long.length, Buffer.byteLength(long)], [256, 512]);
     assert.match(byName('hardware-id-control-character').hardware_id, /\u0007/);
+    assert.deepEqual([...Buffer.from(byName('utf-8-byte-order-mark').file, 'base64').subarray(0, 4)], [0xef, 0xbb, 0xbf, 0x7b]);
     // Lengths are counted in UTF-16 code units: neither in code points nor in bytes.
     const limits = byName('utf-16-code-unit-limits').payload;
     assert.deepEqual([limits.license_key_prefix.length, [...limits.license_key_prefix].length], [8, 7]);
