@@ -83,6 +83,7 @@ const raw: Array<[string, string, string]> = [
   ['claims-exp-twice', signRaw(headerJson, withClaims('"exp":1795600800,', '"exp":1795600800,"exp":1795600800,')), 'the claims have the member "exp" twice'],
   ['claims-code-twice-in-an-entitlement', signRaw(headerJson, withClaims('{"code":"seats",', '{"code":"seats","code":"seats",')), 'the claims have the member "code" twice'],
   ['claims-not-utf-8', signRaw(headerJson, notUtf8), 'the claims are not JSON'],
+  ['claims-with-a-byte-order-mark', signRaw(headerJson, Buffer.concat([Buffer.of(0xef, 0xbb, 0xbf), Buffer.from(claimsJson, 'utf8')])), 'the claims are not JSON'],
   ['claims-an-array', signRaw(headerJson, `[${claimsJson}]`), 'the claims are not a JSON object'],
   ['header-alg-twice', signRaw(withHeader('{"alg":"none","alg":"EdDSA","typ":"JWT",'), claimsJson), 'the header has the member "alg" twice'],
   ['header-without-typ', signRaw(withHeader('{"alg":"EdDSA",'), claimsJson), 'the header\'s "typ" is not "JWT"'],
