@@ -86,6 +86,21 @@ const accept = [
     ...signed(boundTo(bell, false)),
     hardware_id: bell,
   },
+  {
+    name: 'utf-8-byte-order-mark',
+    description: 'bound-with-key with the UTF-8 byte order mark EF BB BF before its JSON: dropped (section 2 rule 4), so the canonical form and the signature are bound-with-key\'s',
+    file: `${Buffer.concat([Buffer.of(0xef, 0xbb, 0xbf), Buffer.from(bound.file, 'base64')]).toString('base64')}\n`,
+    hardware_id: bound.binding.hardware_id,
+    payload: bound.payload,
+    canonical_payload_hex: bound.canonical_payload_hex,
+    decryption_key_hex: decryptionKeyHex,
+  },
+  {
+    name: 'utf-16-code-unit-limits',
+    description: 'bound (without a key), with "license_key_prefix" "7KQ2-" U+1F680 "X" (8 UTF-16 code units, 7 code points) and a "customer_name" of 500 times U+1F680 (1000 UTF-16 code units, 2000 bytes of UTF-8): both at their limits, counted in UTF-16 code units',
+    ...signed({ ...boundTo('HW-1', false), license_key_prefix: '7KQ2-\u{1F680}X', customer_name: '\u{1F680}'.repeat(500) }),
+    hardware_id: 'HW-1',
+  },
 ];
 
 const refuse = [
@@ -122,7 +137,21 @@ const refuse = [
     description: 'signed, bound (without a key) to 257 times "x"',
     file: signed(boundTo('x'.repeat(257), false)).file,
     code: 'LICENSE_FILE_MALFORMED',
-    message: 'license file is malformed: "hardware_id" must be a string of at most 256 characters',
+    message: 'license file is malformed: "hardware_id" must be a string of at most 256 UTF-16 code units',
+  },
+  {
+    name: 'license-key-prefix-9-code-units',
+    description: 'signed, bound (without a key), with "license_key_prefix" "7KQ2-M9" and U+1F680: 8 code points but 9 UTF-16 code units',
+    file: signed({ ...boundTo('HW-1', false), license_key_prefix: '7KQ2-M9\u{1F680}' }).file,
+    code: 'LICENSE_FILE_MALFORMED',
+    message: 'license file is malformed: "license_key_prefix" must be 8 UTF-16 code units',
+  },
+  {
+    name: 'customer-name-1001-code-units',
+    description: 'signed, bound (without a key), with a "customer_name" of 500 times U+1F680 and "x": 501 code points but 1001 UTF-16 code units',
+    file: signed({ ...boundTo('HW-1', false), customer_name: `${'\u{1F680}'.repeat(500)}x` }).file,
+    code: 'LICENSE_FILE_MALFORMED',
+    message: 'license file is malformed: "customer_name" must be a string of at most 1000 UTF-16 code units',
   },
 ];
 

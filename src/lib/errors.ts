@@ -197,7 +197,7 @@ export const ERROR_TABLE = {
     hint: 'Point database.url at a database of its own for license-server, or pass --force (API: "force": true) to restore beside the other tables.',
   },
   BACKUP_KEY_REQUIRED: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },
-  BACKUP_WRONG_KEY: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with.' },
+  BACKUP_WRONG_KEY: { exit: EXIT.backupKey, http: 422, hint: 'Set LICENSE_BACKUP_ENCRYPTION_KEY to the key the backup was made with. If it is that key, the salt or key check value in the backup\'s header is damaged (the check cannot tell the two apart): use another copy of the backup.' },
   FILE_WRITE_FAILED: { exit: EXIT.io, http: 500, hint: 'Check free space, permissions and that the medium is still mounted.' },
   DATABASE_UNAVAILABLE: {
     exit: EXIT.unavailable,

@@ -20,9 +20,10 @@ const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([
 
 /**
  * Parses a YYYY-MM-DD date or an RFC 3339 timestamp. A bare date means the start of that
- * day in UTC, or its last second when `endOfDay` is set (so `--valid-until 2027-01-31`
- * includes the 31st). Calendar-invalid dates such as 2027-02-30 are refused rather than
- * rolled over, which is what Date.parse would do.
+ * day in UTC, or with `endOfDay` the end of it: the next day's 00:00:00 UTC, for an exclusive
+ * end such as `valid_until` (so `--valid-until 2027-01-31` includes every second of the 31st;
+ * its last second used to be lost, stored as 23:59:59 and then excluded). Calendar-invalid
+ * dates such as 2027-02-30 are refused rather than rolled over, which is what Date.parse would do.
  */
 export function parseTimestamp(value: string, what: string, options: { endOfDay?: boolean } = {}): Date {
   const fail = (): never => {
@@ -42,7 +43,12 @@ export function parseTimestamp(value: string, what: string, options: { endOfDay?
     return fail();
   }
   if (dateOnly) {
-    return options.endOfDay ? new Date(probe.getTime() + 86_399_000) : probe;
+    if (!options.endOfDay) return probe;
+    // 9999-12-31 would end in the year 10000, which RFC 3339 (and so a .lic file) cannot write.
+    if (year === 9999 && month === 12 && day === 31) {
+      throw new LicenseServerError('INVALID_DATE', `${what} 9999-12-31 would end at the start of the year 10000, past what RFC 3339 can write; give a timestamp such as 9999-12-31T23:59:59Z`);
+    }
+    return new Date(probe.getTime() + 86_400_000);
   }
   const [hour, minute, second] = [Number(parts[4]), Number(parts[5]), Number(parts[6])];
   if (hour > 23 || minute > 59 || second > 59) return fail();

@@ -83,7 +83,7 @@ forEachEngine('license lifecycle from the command line', (fixture) => {
     }
 
     const renewed = ok(await cli('license', 'renew', license.id, '--by', '1y', '--json')).json();
-    assert.equal(renewed.license.valid_until, new Date(Date.parse('2091-01-01T23:59:59.000Z') + 365 * 86_400_000).toISOString());
+    assert.equal(renewed.license.valid_until, new Date(Date.parse('2091-01-02T00:00:00.000Z') + 365 * 86_400_000).toISOString());
     assert.equal(renewed.license.key, license.key);
     const both = await cli('license', 'renew', license.id, '--by', '1y', '--until', '2099-01-01');
     assert.equal(both.code, 2);

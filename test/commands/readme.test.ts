@@ -4,6 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
 import { CLI, ok, runCli } from '../support/cli.js';
 
 /** The README is a contract too: its blocks run as written, and its claims about commands hold. */
@@ -40,7 +41,7 @@ describe('README.md', () => {
     const [license] = ok(await runCli(['license', 'list', '--json'], { cwd: work })).json();
     assert.equal(license.max_machines, 5);
     assert.deepEqual(license.metadata, { crm_id: 'AC-1042' });
-    assert.equal(license.valid_until, new Date(Date.parse('2099-12-31T23:59:59.000Z') + 365 * 86_400_000).toISOString());
+    assert.equal(license.valid_until, new Date(Date.parse('2100-01-01T00:00:00.000Z') + 365 * 86_400_000).toISOString());
     assert.equal(license.machines_in_use, 1);
     assert.equal(readdirSync(work).filter((name) => name.endsWith('.lic')).length, 1);
     const [token] = ok(await runCli(['token', 'list', '--json'], { cwd: work })).json();
@@ -63,6 +64,24 @@ describe('README.md', () => {
     const [customer] = ok(await runCli(['customer', 'list', '--json'], { cwd: work })).json();
     assert.equal(license.customer_id, customer.id);
     assert.equal(customer.name, 'Acme GmbH');
+  });
+
+  it('is right about license show --reveal-decryption-key: 64 lowercase hex digits, the 32 bytes a bound .lic file unseals', async () => {
+    const row = readme.split('\n').find((line) => line.includes('`show ID-OR-KEY [--reveal-decryption-key]`'))!;
+    assert.match(row, /as 64 lowercase hex digits: a line `decryption key: <hex>` \(`-` without one\), with `--json` the member `"decryption_key"` \(`null` without one\)/);
+    const cli = (...args: string[]) => runCli(args, { cwd: work });
+    ok(await cli('init'));
+    const customer = ok(await cli('customer', 'create', '--name', 'Hex')).stdout.trim();
+    const keyed = ok(await cli('license', 'create', '--customer', customer, '--type', 'time_based', '--valid-until', '2099-01-01', '--with-decryption-key', '--json')).json();
+    const plain = ok(await cli('license', 'create', '--customer', customer, '--type', 'time_based', '--valid-until', '2099-01-01', '--json')).json();
+    const hex = ok(await cli('license', 'show', keyed.id, '--reveal-decryption-key', '--json')).json().decryption_key;
+    assert.match(hex, /^[0-9a-f]{64}$/);
+    assert.match(ok(await cli('license', 'show', keyed.id, '--reveal-decryption-key')).stdout, new RegExp(`^decryption key: ${hex}$`, 'm'));
+    assert.equal(ok(await cli('license', 'show', plain.id, '--reveal-decryption-key', '--json')).json().decryption_key, null);
+    assert.match(ok(await cli('license', 'show', plain.id, '--reveal-decryption-key')).stdout, /^decryption key: -$/m);
+    ok(await cli('license', 'checkout', keyed.id, '--ttl-days', '1', '--hardware-id', 'hw-1', '--out', 'bound.lic'));
+    const verified = verifyLicenseFile(readFileSync(path.join(work, 'bound.lic'), 'utf8'), { publicKey: ok(await cli('signing-key', 'show')).stdout, hardwareId: 'hw-1' });
+    assert.equal(Buffer.from(verified.decryptionKey!).toString('hex'), hex);
   });
 
   it('is right that customer create prints the id alone off a terminal, and the record on one', async () => {

@@ -33,7 +33,7 @@ forEachEngine('records from the command line', (fixture) => {
         '--entitlement', 'seats:25', '--with-decryption-key', '--json'),
     ).json();
     assert.match(license.key, /^([0-9A-Z]{4}-){6}[0-9A-Z]{4}$/);
-    assert.equal(license.valid_until, '2099-12-31T23:59:59.000Z', 'a bare date means through the end of that day');
+    assert.equal(license.valid_until, '2100-01-01T00:00:00.000Z', 'a bare date means through the end of that day: the next day\'s 00:00:00, exclusive');
     assert.equal(license.has_decryption_key, true);
     assert.deepEqual(license.entitlements, [{ code: 'seats', name: 'Seats', usage_limit: 25, used: 0, remaining: 25 }]);
 

@@ -62,6 +62,13 @@ forEachEngine('HTTP API against a real serve process', (fixture) => {
     const { body } = await call('GET', '/api/signing-key');
     assert.match(body.public_key_pem, /^-----BEGIN PUBLIC KEY-----\n/);
     assert.deepEqual(Object.keys(body), ['public_key_pem', 'key_id']);
+    // Every document that shows this answer names exactly these members.
+    for (const file of ['docs/http-api.md', 'README.md', 'docs/offline-license-format.md']) {
+      const text = readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8');
+      const shown = /api\/signing-key\b[^{\n]*\n?[^{\n]*(\{[^}]*\})/.exec(text);
+      assert.ok(shown, `${file} shows the answer of GET /api/signing-key`);
+      assert.deepEqual([...shown[1]!.matchAll(/"([a-z_]+)":/g)].map((m) => m[1]), Object.keys(body), file);
+    }
     const set = (await call('GET', '/api/signing-keys')).body;
     assert.equal(set.active_key_id, body.key_id);
     assert.equal(set.keys[0].public_key_pem, body.public_key_pem);

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
+import { ERROR_TABLE } from '../../src/lib/errors.js';
 
 describe('docs/http-api.md', () => {
   const doc = readFileSync(new URL('../../docs/http-api.md', import.meta.url), 'utf8');
@@ -23,5 +24,20 @@ describe('docs/http-api.md', () => {
       const expected = route.scope === 'any' ? 'any' : `\`${route.scope ?? 'admin'}\``;
       assert.ok(heading[1]!.startsWith(`Scope: ${expected}.`), `${name(route)}: the doc says "${heading[1]}", the code needs ${expected}`);
     }
+  });
+
+  it('lists every error code in the status table of "Errors", on the row of the status the error table gives it', () => {
+    const errors = /^## Errors\n([\s\S]*?)^## /m.exec(doc)![1]!;
+    const rows = new Map<number, string>();
+    for (const [, status, codes] of errors.matchAll(/^\| (\d{3}) \| (.*) \|$/gm)) rows.set(Number(status), codes!);
+    const misplaced: string[] = [];
+    for (const [code, { http }] of Object.entries(ERROR_TABLE)) {
+      const listed = [...rows].filter(([, codes]) => codes.includes(`\`${code}\``)).map(([status]) => status);
+      if (listed.length !== 1 || listed[0] !== http) misplaced.push(`${code}: status ${http}, listed under ${listed.join(', ') || 'none'}`);
+    }
+    assert.deepEqual(misplaced, []);
+    const known = new Set(Object.keys(ERROR_TABLE));
+    const unknown = [...rows.values()].flatMap((codes) => [...codes.matchAll(/`([A-Z][A-Z_]+)`/g)].map((m) => m[1]!)).filter((code) => !known.has(code));
+    assert.deepEqual(unknown, [], 'no code is listed that the error table does not have');
   });
 });

@@ -74,11 +74,11 @@ forEachEngine('license lifecycle over HTTP', (fixture) => {
     assert.equal(patched.status, 200, patched.text);
     assert.deepEqual(Object.keys(patched.body.changes).sort(), ['entitlement api.calls', 'max_machines', 'valid_until']);
     const answer = (await validate(license.key, 'P-1')).body;
-    assert.equal(answer.valid_until, '2091-06-30T23:59:59Z');
+    assert.equal(answer.valid_until, '2091-07-01T00:00:00Z', 'a valid_until date runs through that day: the next day\'s 00:00:00, exclusive');
     assert.deepEqual(answer.entitlements, [{ code: 'api.calls', name: 'API calls', usage_limit: 20 }]);
     const renewed = await call('POST', `/api/licenses/${license.id}/renew`, { by: '365d' });
     assert.equal(renewed.status, 200, renewed.text);
-    assert.equal(renewed.body.license.valid_until, new Date(Date.parse('2091-06-30T23:59:59Z') + 365 * 86_400_000).toISOString());
+    assert.equal(renewed.body.license.valid_until, new Date(Date.parse('2091-07-01T00:00:00Z') + 365 * 86_400_000).toISOString());
     for (const [body, code] of [[{}, 'INVALID_INPUT'], [{ by: '1y', until: '2099-01-01' }, 'INVALID_INPUT'], [{ until: '2091-01-01' }, 'INVALID_VALIDITY']] as const) {
       assert.equal((await call('POST', `/api/licenses/${license.id}/renew`, body)).body.error.code, code);
     }

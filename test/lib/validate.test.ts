@@ -8,7 +8,12 @@ const iso = (value: string, endOfDay = false) => parseTimestamp(value, 'date', {
 describe('input validation', () => {
   it('reads dates as UTC days and RFC 3339 timestamps with any offset', () => {
     assert.equal(iso('2027-01-31'), '2027-01-31T00:00:00.000Z');
-    assert.equal(iso('2027-01-31', true), '2027-01-31T23:59:59.000Z');
+    // An end date runs through its last second: the next day's 00:00:00, exclusive (valid_until).
+    assert.equal(iso('2027-01-31', true), '2027-02-01T00:00:00.000Z');
+    assert.equal(iso('2028-02-28', true), '2028-02-29T00:00:00.000Z');
+    assert.equal(iso('2027-12-31', true), '2028-01-01T00:00:00.000Z');
+    assert.throws(() => iso('9999-12-31', true), (error: unknown) => error instanceof LicenseServerError && error.code === 'INVALID_DATE' && /give a timestamp/.test(error.message));
+    assert.equal(iso('9999-12-31T23:59:59Z', true), '9999-12-31T23:59:59.000Z');
     assert.equal(iso('2027-01-31T10:00:00Z'), '2027-01-31T10:00:00.000Z');
     assert.equal(iso('2027-01-31t10:00:00.250+02:00'), '2027-01-31T08:00:00.250Z');
     assert.equal(iso('2028-02-29'), '2028-02-29T00:00:00.000Z');

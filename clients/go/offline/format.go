@@ -164,7 +164,7 @@ func checkPayload(object *Object) (*Payload, string, error) {
 	text := func(field string, max int) (string, error) {
 		v, isString := object.Values[field].(string)
 		if !isString || utf16Length(v) > max {
-			return "", malformed(`"%s" must be a string of at most %d characters`, field, max)
+			return "", malformed(`"%s" must be a string of at most %d UTF-16 code units`, field, max)
 		}
 		return v, nil
 	}
@@ -192,7 +192,7 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		return nil, "", err
 	}
 	if utf16Length(prefix) != 8 {
-		return nil, "", malformed(`"license_key_prefix" must be 8 characters`)
+		return nil, "", malformed(`"license_key_prefix" must be 8 UTF-16 code units`)
 	}
 	licenseType, err := text("license_type", 1000)
 	if err != nil {

@@ -63,7 +63,8 @@ type GraceTokenOptions struct {
 var base64urlPart = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // VerifyGraceToken checks a grace token as docs/grace-token.md "Verifying" says: three
-// base64url parts, alg EdDSA, the signature with the key its kid names (or each key for
+// canonical base64url parts, a header without a repeated member with alg EdDSA, typ JWT, no
+// crit and a string kid if any, the signature with the key its kid names (or each key for
 // another kid), every claim of the table present with its type, nbf with NotBeforeLeeway,
 // exp without leeway, and the hardware ID. Failures are *Error: GRACE_TOKEN_INVALID ("grace token is invalid: ...")
 // for anything malformed, tampered with or not valid yet, GRACE_TOKEN_EXPIRED past exp,
@@ -80,22 +81,33 @@ func VerifyGraceToken(token string, keys KeySet, opts GraceTokenOptions) (*Verif
 		return nil, invalid("not a compact JWS")
 	}
 	for _, part := range parts {
-		if !base64urlPart.MatchString(part) {
+		if !isCanonicalBase64url(part) {
 			return nil, invalid("not a compact JWS")
 		}
 	}
-	header, ok := parseTokenPart(parts[0])
-	if !ok {
-		return nil, invalid("the header is not JSON")
+	header, reason := parseTokenPart(parts[0], "header", "is", "has")
+	if reason != "" {
+		return nil, invalid(reason)
 	}
 	if alg, _ := header.Values["alg"].(string); alg != "EdDSA" {
 		return nil, invalid("the algorithm is not EdDSA")
 	}
-	signature, err := base64.RawURLEncoding.Strict().DecodeString(parts[2])
-	if err != nil || base64.RawURLEncoding.EncodeToString(signature) != parts[2] || len(signature) != 64 {
+	if typ, _ := header.Values["typ"].(string); typ != "JWT" {
+		return nil, invalid(`the header's "typ" is not "JWT"`)
+	}
+	// RFC 7515 section 4.1.11: an extension the verifier does not know must not be
+	// ignored, and it knows none.
+	if header.Has("crit") {
+		return nil, invalid(`the header has "crit": no extension is understood`)
+	}
+	kid, kidIsString := header.Values["kid"].(string)
+	if header.Has("kid") && !kidIsString {
+		return nil, invalid(`the header's "kid" is not a string`)
+	}
+	signature, _ := base64.RawURLEncoding.DecodeString(parts[2])
+	if len(signature) != 64 {
 		return nil, invalid("the signature is not 64 bytes")
 	}
-	kid, _ := header.Values["kid"].(string)
 	candidates, unknown := keysFor(keys, kid)
 	if unknown != "" {
 		return nil, invalid("signature verification failed: " + describeUnknownKey(unknown, keys))
@@ -103,27 +115,39 @@ func VerifyGraceToken(token string, keys KeySet, opts GraceTokenOptions) (*Verif
 	if !verifyAny(candidates, []byte(parts[0]+"."+parts[1]), signature) {
 		return nil, invalid("signature verification failed")
 	}
-	claims, ok := parseTokenPart(parts[1])
-	if !ok {
-		return nil, invalid("the claims are not JSON")
+	claims, reason := parseTokenPart(parts[1], "claims", "are", "have")
+	if reason != "" {
+		return nil, invalid(reason)
 	}
+	claim := func(name, kind string, holds func(any) bool) string {
+		value, present := claims.Values[name]
+		if !present {
+			return `"` + name + `" is missing`
+		}
+		if !holds(value) {
+			return `"` + name + `" is not ` + kind
+		}
+		return ""
+	}
+	isInt := func(v any) bool { f, ok := v.(float64); return ok && isSafeInteger(f) }
+	isString := func(v any) bool { _, ok := v.(string); return ok }
+	isArray := func(v any) bool { _, ok := v.([]any); return ok }
 	ints := map[string]int64{}
 	for _, name := range []string{"iat", "nbf", "exp"} {
-		f, isNumber := claims.Values[name].(float64)
-		if !isNumber || !isSafeInteger(f) {
-			return nil, invalid(`"` + name + `" is missing`)
+		if reason := claim(name, "an integer", isInt); reason != "" {
+			return nil, invalid(reason)
 		}
-		ints[name] = int64(f)
+		ints[name] = int64(claims.Values[name].(float64))
 	}
 	for _, name := range []string{"iss", "sub", "jti", "license_id", "license_key_prefix", "license_type", "hardware_id", "license_valid_until"} {
-		if _, isString := claims.Values[name].(string); !isString {
-			return nil, invalid(`"` + name + `" is missing`)
+		if reason := claim(name, "a string", isString); reason != "" {
+			return nil, invalid(reason)
 		}
 	}
-	list, isArray := claims.Values["entitlements"].([]any)
-	if !isArray {
-		return nil, invalid(`"entitlements" is missing`)
+	if reason := claim("entitlements", "an array", isArray); reason != "" {
+		return nil, invalid(reason)
 	}
+	list := claims.Values["entitlements"].([]any)
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
@@ -156,27 +180,38 @@ func VerifyGraceToken(token string, keys KeySet, opts GraceTokenOptions) (*Verif
 	}, nil
 }
 
-// parseTokenPart decodes a base64url part to a JSON object, as leniently as the reference
-// (Node's base64url decoder and a replacing UTF-8 decoder; JSON.parse keeps the last of
-// repeated members). The signature has been checked before the claims are read.
-func parseTokenPart(part string) (*Object, bool) {
-	text := part
-	if len(text)%4 == 1 {
-		text = text[:len(text)-1]
+// isCanonicalBase64url is true for RFC 4648 section 5 text without padding that is the
+// canonical encoding of its bytes: not 1 more than a multiple of 4 characters long, and the
+// unused low bits of the last character zero, so one token has one spelling.
+func isCanonicalBase64url(part string) bool {
+	if !base64urlPart.MatchString(part) {
+		return false
 	}
-	data, err := base64.RawURLEncoding.DecodeString(text)
-	if err != nil {
-		return nil, false
-	}
+	data, err := base64.RawURLEncoding.Strict().DecodeString(part)
+	return err == nil && base64.RawURLEncoding.EncodeToString(data) == part
+}
+
+// parseTokenPart decodes a canonical base64url part to a JSON object, refusing text that
+// is not UTF-8 and an object (at any depth) with a member twice: parsers disagree on which
+// copy counts, so {"alg":"none","alg":"EdDSA"} would read differently in two verifiers. The
+// reason is "" for a good part; is and has are the verbs that agree with what.
+func parseTokenPart(part, what, is, has string) (*Object, string) {
+	data, _ := base64.RawURLEncoding.DecodeString(part)
 	if !utf8.Valid(data) {
-		data = []byte(strings.ToValidUTF8(string(data), "\uFFFD"))
+		return nil, "the " + what + " " + is + " not JSON"
 	}
-	value, _, _, err := ParseJSON(data)
+	value, repeated, hasRepeated, err := ParseJSON(data)
 	if err != nil {
-		return nil, false
+		return nil, "the " + what + " " + is + " not JSON"
 	}
 	object, ok := value.(*Object)
-	return object, ok
+	if !ok {
+		return nil, "the " + what + " " + is + " not a JSON object"
+	}
+	if hasRepeated {
+		return nil, "the " + what + " " + has + ` the member "` + repeated + `" twice`
+	}
+	return object, ""
 }
 
 // EntitlementsOf reads a JSON array of entitlements leniently: objects with a string code

@@ -53,7 +53,16 @@ type graceVector struct {
 	Token      string          `json:"token"`
 	HardwareID string          `json:"hardware_id"`
 	JWKS       json.RawMessage `json:"jwks"`
-	// Refused are tokens signed by the same key with a required claim missing or mistyped.
+	// VerifiedAt is the time every token of Accepted and Refused is checked at.
+	VerifiedAt time.Time `json:"verified_at"`
+	// Accepted are tokens a verifier accepts although the server does not write them so.
+	Accepted []struct {
+		Name  string `json:"name"`
+		Token string `json:"token"`
+		Iat   int64  `json:"iat"`
+		Exp   int64  `json:"exp"`
+	} `json:"accepted"`
+	// Refused are tokens signed by the same key that break docs/grace-token.md.
 	Refused []struct {
 		Name    string `json:"name"`
 		Token   string `json:"token"`

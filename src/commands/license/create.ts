@@ -13,7 +13,7 @@ export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
   static override flags = {
     customer: Flags.string({ description: 'Customer id (UUID).', required: true }),
     type: Flags.string({ description: 'License type.', options: [...LICENSE_TYPES], required: true }),
-    'valid-until': Flags.string({ description: 'End of validity: YYYY-MM-DD (through that day, UTC) or RFC 3339.', required: true }),
+    'valid-until': Flags.string({ description: 'End of validity: YYYY-MM-DD (through that day, UTC: stored as the next day\'s 00:00:00, the end being exclusive) or RFC 3339.', required: true }),
     'valid-from': Flags.string({ description: 'Start of validity (default: now).' }),
     entitlement: Flags.string({ description: 'CODE or CODE:LIMIT; repeat for several.', multiple: true, default: [] }),
     'with-decryption-key': Flags.boolean({ description: 'Give the license a random 32-byte decryption key.', default: false }),

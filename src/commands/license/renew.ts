@@ -11,7 +11,7 @@ A deactivated license, or one of a deactivated customer, is refused: activate it
   static override args = { license: Args.string({ description: 'License id (UUID) or license key.', required: true }) };
   static override flags = {
     by: Flags.string({ description: 'How much longer: 365d, 52w, 1y (365 days), 36h.', exactlyOne: ['by', 'until'] }),
-    until: Flags.string({ description: 'New end: YYYY-MM-DD (through that day, UTC) or RFC 3339.', exactlyOne: ['by', 'until'] }),
+    until: Flags.string({ description: 'New end: YYYY-MM-DD (through that day, UTC: stored as the next day\'s 00:00:00, the end being exclusive) or RFC 3339.', exactlyOne: ['by', 'until'] }),
   };
 
   async run(): Promise<LicenseChange> {

@@ -11,7 +11,7 @@ export default class LicenseShow extends BaseCommand<typeof LicenseShow> {
   static override args = { license: Args.string({ description: 'License id (UUID) or license key.', required: true }) };
   static override flags = {
     'reveal-decryption-key': Flags.boolean({
-      description: 'Also print the decryption key (hex), for encrypting what the license unlocks.',
+      description: 'Also print the decryption key (32 bytes as 64 lowercase hex digits; JSON: decryption_key, null without one), for encrypting what the license unlocks.',
       default: false,
     }),
   };

@@ -16,7 +16,7 @@ The next online validation and checkout see the change; offline files already ch
   ];
   static override args = { license: Args.string({ description: 'License id (UUID) or license key.', required: true }) };
   static override flags = {
-    'valid-until': Flags.string({ description: 'New end: YYYY-MM-DD (through that day, UTC) or RFC 3339.' }),
+    'valid-until': Flags.string({ description: 'New end: YYYY-MM-DD (through that day, UTC: stored as the next day\'s 00:00:00, the end being exclusive) or RFC 3339.' }),
     'valid-from': Flags.string({ description: 'New start.' }),
     'max-machines': Flags.string({ description: 'New machine limit, or "none" to remove it.' }),
     'lease-hours': Flags.string({ description: 'Floating licenses: new lease length in hours (1-720).' }),

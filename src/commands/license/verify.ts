@@ -4,7 +4,6 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { formatRecord } from '../../cli/output.js';
 import { readLicenseFileArgument, readPublicKeyFile, storedPublicKey } from '../../cli/public-key.js';
 import { LicenseServerError } from '../../lib/errors.js';
-import { parseHardwareId } from '../../lib/offline/binding.js';
 import type { LicenseFilePayload } from '../../lib/offline/format.js';
 import { verifyLicenseFile } from '../../lib/offline/verify.js';
 
@@ -39,7 +38,11 @@ Exits 0 only for a valid file; otherwise prints the reason (signature verificati
   async run(): Promise<VerifyReport> {
     const { flags } = this;
     const file = readLicenseFileArgument(this.args.file);
-    const hardwareId = flags['hardware-id'] === undefined ? undefined : parseHardwareId(flags['hardware-id']);
+    // Not the checkout's rules (parseHardwareId): a file may be bound to any hardware_id a reader
+    // accepts (docs/offline-license-format.md section 3), 512 bytes of UTF-8 or a control character
+    // included, and the machine it names must be able to verify it.
+    const hardwareId = flags['hardware-id'];
+    if (hardwareId === '') throw new LicenseServerError('INVALID_HARDWARE_ID', '--hardware-id must not be empty');
     const publicKey = flags['public-key'] ? readPublicKeyFile(flags['public-key']) : await storedPublicKey(await this.resolveConfig());
     if (!publicKey) throw new LicenseServerError('SIGNING_KEY_MISSING', 'no signing key is stored here to verify with');
     const skipped = flags['skip-hardware-check'];

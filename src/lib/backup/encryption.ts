@@ -166,21 +166,29 @@ export class DecryptStream extends Transform {
     this.pendingLength = rest.length;
   }
 
+  /**
+   * What needs no key is checked first (magic, version, reserved bytes, chunk size), so that
+   * the key check value is left the only thing that can say "wrong key"; it cannot tell a
+   * wrong key from a changed salt or check value, which the hint of BACKUP_WRONG_KEY says.
+   */
   private readHeader(header: Buffer): void {
     if (!header.subarray(0, 4).equals(MAGIC)) {
       throw new LicenseServerError('BACKUP_INVALID', 'this is not an encrypted license-server backup (bad magic bytes)');
     }
     const version = header.readUInt8(4);
+    // 0 was never a format: a changed byte, not a newer license-server.
+    if (version === 0) throw corrupt('its encryption format byte is 0');
     if (version !== ENCRYPTION_VERSION) {
       throw new LicenseServerError('BACKUP_UNSUPPORTED', `backup encryption format ${version} is not supported (this license-server reads ${ENCRYPTION_VERSION})`);
+    }
+    if (header[5] !== 0 || header[6] !== 0 || header[7] !== 0) throw corrupt('its reserved header bytes are not zero');
+    const chunkSize = header.readUInt32BE(40);
+    if (chunkSize < MIN_CHUNK_SIZE || chunkSize > MAX_CHUNK_SIZE) {
+      throw corrupt(`its chunk size ${chunkSize} is outside ${MIN_CHUNK_SIZE} to ${MAX_CHUNK_SIZE} bytes`);
     }
     const salt = header.subarray(8, 24);
     if (!timingSafeEqual(keyCheckValue(this.masterKey, salt), header.subarray(24, 40))) {
       throw new LicenseServerError('BACKUP_WRONG_KEY', 'backup was encrypted with a different key');
-    }
-    const chunkSize = header.readUInt32BE(40);
-    if (chunkSize < MIN_CHUNK_SIZE || chunkSize > MAX_CHUNK_SIZE) {
-      throw corrupt(`its chunk size ${chunkSize} is outside ${MIN_CHUNK_SIZE} to ${MAX_CHUNK_SIZE} bytes`);
     }
     this.header = Buffer.from(header);
     this.key = fileKey(this.masterKey, salt);

@@ -1,6 +1,7 @@
 import { describeUnknownKey, keysFor, type KeySet, type KeySetInput } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { verifyEd25519 } from '../offline/ed25519.js';
+import { repeatedMember } from '../offline/unique-members.js';
 import { asKeySet } from '../offline/verify.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
 
@@ -47,7 +48,8 @@ export function encodeGraceToken(claims: GraceTokenClaims, keyId: string, sign: 
 }
 
 export interface VerifiedGraceToken {
-  readonly header: GraceTokenHeader;
+  /** The header as signed: `alg` is `EdDSA` and `typ` is `JWT`; `kid` is absent from a token that names no key. */
+  readonly header: Omit<GraceTokenHeader, 'kid'> & { readonly kid?: string };
   readonly claims: GraceTokenClaims;
 }
 
@@ -55,11 +57,16 @@ export interface VerifiedGraceToken {
 const STRING_CLAIMS = ['iss', 'sub', 'jti', 'license_id', 'license_key_prefix', 'license_type', 'hardware_id', 'license_valid_until'] as const;
 
 /**
- * Checks the signature, the algorithm, every claim of docs/grace-token.md (present, of its
- * type), the time window and (when given) the hardware ID, compared in Unicode NFC as for
- * `.lic` files. Every failure is a LicenseServerError: GRACE_TOKEN_INVALID for anything
- * malformed or tampered with, GRACE_TOKEN_EXPIRED past `exp`, HARDWARE_MISMATCH for
- * another machine.
+ * Checks the token as docs/grace-token.md "Verifying" says, step by step: the compact form
+ * (canonical base64url parts), the header (no repeated member, `alg` EdDSA, `typ` JWT, no
+ * `crit`, a string `kid` if any), the signature with the key `kid` names, every claim of the
+ * table (present, of its type), the time window and (when given) the hardware ID, compared
+ * in Unicode NFC as for `.lic` files. Every failure is a LicenseServerError:
+ * GRACE_TOKEN_INVALID for anything malformed, tampered with or not valid yet,
+ * GRACE_TOKEN_EXPIRED past `exp`, HARDWARE_MISMATCH for another machine.
+ *
+ * Options: `now` (default: the system clock) is the time the window is checked at;
+ * `hardwareId`, when given, is this machine's ID (when absent the binding is not checked).
  */
 export function verifyGraceToken(
   token: string,
@@ -69,27 +76,35 @@ export function verifyGraceToken(
   const invalid = (reason: string): never => {
     throw new LicenseServerError('GRACE_TOKEN_INVALID', `grace token is invalid: ${reason}`);
   };
-  if (typeof token !== 'string' || token.length > 16_384) invalid('not a token');
+  if (typeof token !== 'string' || token.length > MAX_TOKEN_LENGTH) invalid('not a token');
   const parts = token.split('.');
-  if (parts.length !== 3 || parts.some((part) => !/^[A-Za-z0-9_-]+$/.test(part))) invalid('not a compact JWS');
+  if (parts.length !== 3 || !parts.every(isCanonicalBase64url)) invalid('not a compact JWS');
   const [headerPart, claimsPart, signaturePart] = parts as [string, string, string];
-  const header = parseJson(headerPart) ?? invalid('the header is not JSON');
+
+  const header = parseJsonObject(headerPart, 'header', invalid);
   if (header.alg !== 'EdDSA') invalid('the algorithm is not EdDSA');
+  if (header.typ !== 'JWT') invalid('the header\'s "typ" is not "JWT"');
+  // RFC 7515 section 4.1.11: an extension the verifier does not know must not be ignored, and it knows none.
+  if ('crit' in header) invalid('the header has "crit": no extension is understood');
+  if ('kid' in header && typeof header.kid !== 'string') invalid('the header\'s "kid" is not a string');
+
   const signature = Buffer.from(signaturePart, 'base64url');
-  if (signature.toString('base64url') !== signaturePart || signature.length !== 64) invalid('the signature is not 64 bytes');
+  if (signature.length !== 64) invalid('the signature is not 64 bytes');
   const set = asKeySet(publicKey);
-  const { keys, unknown } = keysFor(set, typeof header.kid === 'string' ? header.kid : undefined);
+  const { keys, unknown } = keysFor(set, header.kid as string | undefined);
   if (unknown !== undefined) invalid(`signature verification failed: ${describeUnknownKey(unknown, set)}`);
   const signed = Buffer.from(`${headerPart}.${claimsPart}`, 'ascii');
   if (!keys.some((key) => verifyEd25519(signature, signed, key.publicKey))) invalid('signature verification failed');
-  const claims = parseJson(claimsPart) ?? invalid('the claims are not JSON');
-  for (const name of ['iat', 'nbf', 'exp']) {
-    if (!Number.isSafeInteger(claims[name])) invalid(`"${name}" is missing`);
-  }
-  for (const name of STRING_CLAIMS) {
-    if (typeof claims[name] !== 'string') invalid(`"${name}" is missing`);
-  }
-  if (!Array.isArray(claims.entitlements)) invalid('"entitlements" is missing');
+
+  const claims = parseJsonObject(claimsPart, 'claims', invalid);
+  const claim = (name: string, type: string, holds: (value: unknown) => boolean): void => {
+    if (!(name in claims)) invalid(`"${name}" is missing`);
+    if (!holds(claims[name])) invalid(`"${name}" is not ${type}`);
+  };
+  for (const name of ['iat', 'nbf', 'exp']) claim(name, 'an integer', Number.isSafeInteger);
+  for (const name of STRING_CLAIMS) claim(name, 'a string', (value) => typeof value === 'string');
+  claim('entitlements', 'an array', Array.isArray);
+
   const seconds = Math.floor((options.now ?? new Date()).getTime() / 1000);
   // A client whose clock lags the server's a little must be able to use a token at once.
   const leeway = options.notBeforeLeewaySeconds ?? NOT_BEFORE_LEEWAY_SECONDS;
@@ -101,18 +116,43 @@ export function verifyGraceToken(
   if (options.hardwareId !== undefined && (claims.hardware_id as string).normalize('NFC') !== options.hardwareId.normalize('NFC')) {
     throw new LicenseServerError('HARDWARE_MISMATCH', 'hardware ID mismatch');
   }
-  return { header: header as unknown as GraceTokenHeader, claims: claims as unknown as GraceTokenClaims };
+  return { header: header as unknown as VerifiedGraceToken['header'], claims: claims as unknown as GraceTokenClaims };
+}
+
+/** Longer than any token the server writes by far; refused before any parsing. */
+const MAX_TOKEN_LENGTH = 16_384;
+
+/**
+ * RFC 4648 section 5 without padding, and only the canonical encoding of its bytes: a
+ * length that is not 1 more than a multiple of 4, and zero unused low bits in the last
+ * character (Node's decoder would ignore them), so one token has one spelling.
+ */
+function isCanonicalBase64url(part: string): boolean {
+  return /^[A-Za-z0-9_-]+$/.test(part) && part.length % 4 !== 1 && Buffer.from(part, 'base64url').toString('base64url') === part;
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * A part as a JSON object, refused unless its bytes are UTF-8 (not replaced) and no object
+ * in it has a member twice: JSON.parse keeps the last of repeated members and other parsers
+ * the first, so `{"alg":"none","alg":"EdDSA"}` would read differently in two verifiers.
+ */
+function parseJsonObject(part: string, what: 'header' | 'claims', invalid: (reason: string) => never): Record<string, unknown> {
+  let text: string;
+  let value: unknown;
+  try {
+    text = strictUtf8.decode(Buffer.from(part, 'base64url'));
+    value = JSON.parse(text);
+  } catch {
+    return invalid(`the ${what} ${what === 'header' ? 'is' : 'are'} not JSON`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) invalid(`the ${what} ${what === 'header' ? 'is' : 'are'} not a JSON object`);
+  const repeated = repeatedMember(text);
+  if (repeated !== undefined) invalid(`the ${what} ${what === 'header' ? 'has' : 'have'} the member ${JSON.stringify(repeated)} twice`);
+  return value as Record<string, unknown>;
 }
 
 function base64url(text: string): string {
   return Buffer.from(text, 'utf8').toString('base64url');
-}
-
-function parseJson(part: string): Record<string, unknown> | undefined {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }

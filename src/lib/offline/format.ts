@@ -216,7 +216,7 @@ export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile
 function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
   const text = (field: string, max = 1000): string => {
     const value = object[field];
-    if (typeof value !== 'string' || value.length > max) malformed(`"${field}" must be a string of at most ${max} characters`);
+    if (typeof value !== 'string' || value.length > max) malformed(`"${field}" must be a string of at most ${max} UTF-16 code units`);
     return value;
   };
   const timestamp = (field: string): string => {
@@ -229,7 +229,7 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
   const licenseId = text('license_id');
   if (!LOWERCASE_UUID.test(licenseId)) malformed('"license_id" must be a lowercase UUID');
   const prefix = text('license_key_prefix');
-  if (prefix.length !== 8) malformed('"license_key_prefix" must be 8 characters');
+  if (prefix.length !== 8) malformed('"license_key_prefix" must be 8 UTF-16 code units');
   const type = text('license_type');
   if (!TYPES.includes(type)) malformed('"license_type" must be time_based, usage_based or hybrid');
   const hardwareId = text('hardware_id', MAX_HARDWARE_ID_LENGTH);

@@ -25,6 +25,16 @@ describe('docs/backup-format.md', () => {
     for (const label of source.matchAll(/'(license-server\/v1\/[a-z-]+)'/g)) assert.ok(doc.includes(`"${label[1]}"`), label[1]);
   });
 
+  it('quotes the PostgreSQL dump\'s four comment lines, of which a first-layout dump has the first three', () => {
+    const quoted = /^1\. These four comment lines[\s\S]*?```\n([\s\S]*?)```/m.exec(doc)![1]!.split('\n').map((line) => line.trim()).filter(Boolean);
+    assert.equal(quoted.length, 4);
+    assert.ok(quoted.every((line) => line.startsWith('-- ')));
+    const layout1 = readFileSync(new URL('../../vectors/postgres-dump-layout-1.sql', import.meta.url), 'utf8').split('\n');
+    assert.deepEqual(layout1.slice(0, 3), quoted.slice(0, 3).map((line) => line.replace('schema version N', 'schema version 5')));
+    assert.doesNotMatch(layout1[3]!, /^--/, 'the first layout has no fourth comment line');
+    assert.ok(doc.replace(/\s+/g, ' ').includes(`have the first three of those comment lines (not the fourth, \`${quoted[3]}\``));
+  });
+
   it('has a decryption script that recovers an encrypted backup with node:crypto alone', async () => {
     const script = /### Decrypting by hand[\s\S]*?```js\n([\s\S]*?)```/.exec(doc)?.[1];
     assert.ok(script, 'the script is in the document');

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
@@ -134,6 +135,35 @@ describe('backup encryption (chunked AES-256-GCM)', () => {
       damaged[offset] = damaged[offset]! ^ (1 << (offset % 8));
       await assert.rejects(decrypt(damaged), (error: unknown) => error instanceof LicenseServerError && /^BACKUP_/.test(error.code), `offset ${offset}`);
     }
+  });
+
+  it('gives for a changed bit in each byte of the header the code of docs/backup-format.md\'s table "Which code a changed bit gives"', async () => {
+    const doc = readFileSync(new URL('../../../docs/backup-format.md', import.meta.url), 'utf8');
+    const table = /^\*\*Which code a changed bit gives\.\*\*[\s\S]*?\n\| Bytes \| Field \| Code \|\n\|[-|]+\|\n((?:\|.*\n)+)/m.exec(doc)![1]!;
+    const rows = [...table.matchAll(/^\| (\d+)(?:-(\d*))? \| [^|]+ \| ([^|]+) \|$/gm)].map(([, from, to, code]) => ({
+      from: Number(from), to: to === undefined ? Number(from) : to === '' ? Infinity : Number(to), code: code!.trim(),
+    }));
+    assert.equal(rows.length, 7);
+    const expected = (offset: number, changed: number): string => {
+      const row = rows.find((candidate) => candidate.from <= offset && offset <= candidate.to)!;
+      if (row.code.startsWith('`BACKUP_CORRUPT` when it makes `0`')) return changed === 0 ? 'BACKUP_CORRUPT' : 'BACKUP_UNSUPPORTED';
+      return /^`([A-Z_]+)`$/.exec(row.code)![1]!;
+    };
+    const ciphertext = await encrypt(randomBytes(2 * CHUNK + 300));
+    const offsets = [...Array(HEADER_LENGTH).keys(), HEADER_LENGTH, HEADER_LENGTH + 500, ciphertext.length - 1];
+    const seen = new Set<string>();
+    for (const offset of offsets) {
+      for (let bit = 0; bit < 8; bit += 1) {
+        const damaged = Buffer.from(ciphertext);
+        damaged[offset] = damaged[offset]! ^ (1 << bit);
+        const code = expected(offset, damaged[offset]!);
+        seen.add(code);
+        await refusedWith(damaged, code).catch((error: Error) => assert.fail(`byte ${offset} bit ${bit}: ${error.message}`));
+      }
+    }
+    assert.deepEqual([...seen].sort(), ['BACKUP_CORRUPT', 'BACKUP_INVALID', 'BACKUP_UNSUPPORTED', 'BACKUP_WRONG_KEY']);
+    // The hint of BACKUP_WRONG_KEY names both causes the key check cannot tell apart.
+    assert.match(new LicenseServerError('BACKUP_WRONG_KEY', 'x').hint!, /key the backup was made with[\s\S]*salt or key check value[\s\S]*is damaged/);
   });
 
   it('hands out no plaintext of a chunk whose tag fails', async () => {

@@ -114,6 +114,10 @@ describe('PostgreSQL dump (database/postgres.sql)', () => {
     const text = readFileSync(file, 'utf8');
     assert.equal(dump.size, Buffer.byteLength(text));
     assert.match(text, /^-- schema version 5$/m);
+    // The four comment lines docs/backup-format.md quotes, with N the schema version.
+    const doc = readFileSync(new URL('../../../docs/backup-format.md', import.meta.url), 'utf8');
+    const quoted = /^1\. These four comment lines[\s\S]*?```\n([\s\S]*?)```/m.exec(doc)![1]!.split('\n').map((line) => line.trim()).filter(Boolean);
+    assert.deepEqual(text.split('\n').slice(0, 4), quoted.map((line) => line.replace('schema version N', 'schema version 5')));
     assert.match(text, /^COPY customers \("id", "name", "active", "created_at", "updated_at"\) FROM stdin;\n00000000-0000-4000-8000-000000000001\tback\\\\slash\\ttab\\nnewline "q" ü\tt\t2026-11-23 10:15:00\.123\+00\t/m);
     // Keys and indexes come after the rows, as pg_dump writes them.
     assert.ok(text.indexOf('ADD CONSTRAINT licenses_pkey') > text.indexOf('COPY machines'));

@@ -66,8 +66,10 @@ describe('grace tokens', () => {
       const partial = Object.fromEntries(Object.entries(claims).filter(([key]) => !order.slice(i).includes(key)));
       const broken = encodeGraceToken(partial as unknown as GraceTokenClaims, 'key-1', (message) => signEd25519(message, secretKey));
       assert.throws(() => verifyGraceToken(broken, publicKey, { now }), { code: 'GRACE_TOKEN_INVALID', message: `grace token is invalid: "${name}" is missing` });
-      const mistyped = encodeGraceToken({ ...claims, [name]: name === 'entitlements' ? {} : typeof claims[name as keyof GraceTokenClaims] === 'number' ? String(iat) : 7 } as unknown as GraceTokenClaims, 'key-1', (message) => signEd25519(message, secretKey));
-      assert.throws(() => verifyGraceToken(mistyped, publicKey, { now }), { code: 'GRACE_TOKEN_INVALID', message: `grace token is invalid: "${name}" is missing` });
+      // Of another type, it is named as such, not as missing.
+      const type = name === 'entitlements' ? 'an array' : typeof claims[name as keyof GraceTokenClaims] === 'number' ? 'an integer' : 'a string';
+      const mistyped = encodeGraceToken({ ...claims, [name]: name === 'entitlements' ? {} : type === 'an integer' ? String(iat) : 7 } as unknown as GraceTokenClaims, 'key-1', (message) => signEd25519(message, secretKey));
+      assert.throws(() => verifyGraceToken(mistyped, publicKey, { now }), { code: 'GRACE_TOKEN_INVALID', message: `grace token is invalid: "${name}" is not ${type}` });
     }
   });
 
@@ -105,21 +107,43 @@ describe('grace tokens', () => {
       assert.equal(code(() => verifyGraceToken(vector.token, keySet, { now: inWindow, hardwareId: 'HW-4f2a-9c1e-u' })), 'HARDWARE_MISMATCH');
     });
 
-    it('refuses the tokens of "refused": correctly signed, but a required claim is missing or of another type', async () => {
+    const verifiedAt = (): Date => new Date(vector.verified_at);
+
+    it('accepts the tokens of "accepted": integers written with a fraction or an exponent, no kid, members the tables do not define', () => {
+      assert.deepEqual(vector.accepted.map((accepted: { name: string }) => accepted.name), ['iat-with-a-fraction-and-exp-with-an-exponent', 'no-kid', 'members-not-in-the-tables']);
+      assert.match(Buffer.from(vector.accepted[0].token.split('.')[1], 'base64url').toString('utf8'), /"iat":1795341600\.0,.*"exp":1\.7956008E9,/);
+      // Step 4 says "integers": the doc says how a verifier reads them, naming these forms.
+      const doc = readFileSync(new URL('../../../docs/grace-token.md', import.meta.url), 'utf8');
+      const integers = /^\*\*Integers\*\*([\s\S]*?)\n\n/m.exec(doc)?.[1]?.replace(/\s+/g, ' ') ?? '';
+      for (const form of ['`1795341600.0`', '`1.7956008E9`', '`1795341600.5`', '`9007199254740992`']) assert.ok(integers.includes(form), form);
+      assert.match(integers, /as the IEEE 754 double it denotes/);
+      for (const accepted of vector.accepted as Array<{ name: string; token: string; iat: number; exp: number }>) {
+        const { claims } = verifyGraceToken(accepted.token, keySet, { now: verifiedAt() });
+        assert.deepEqual([claims.iat, claims.exp, claims.license_id], [accepted.iat, accepted.exp, 'c2a1b9e4-5d7f-4a3b-9e1c-0f2d3b4a5c6d'], accepted.name);
+      }
+    });
+
+    it('refuses the tokens of "refused" with the message given there: a claim missing or of another type, a repeated member, a header against the rules, non-canonical base64url, not valid yet', async () => {
       const { createLocalJWKSet, jwtVerify } = await import('jose');
-      assert.ok(vector.refused.length >= 3);
-      const missing = new Set<string>();
+      assert.equal(vector.verified_at, '2026-11-23T10:00:00Z');
+      const named = new Set<string>();
       for (const refused of vector.refused as Array<{ name: string; token: string; code: string; message: string }>) {
-        // The signature is good: a JWT library that does not require these claims accepts the token.
-        await jwtVerify(refused.token, createLocalJWKSet(vector.jwks), { currentDate: inWindow, algorithms: ['EdDSA'] });
         assert.throws(
-          () => verifyGraceToken(refused.token, keySet, { now: inWindow }),
+          () => verifyGraceToken(refused.token, keySet, { now: verifiedAt() }),
           (error: Error & { code?: string }) => error.code === refused.code && error.message === refused.message,
           refused.name,
         );
-        missing.add(/"([a-z_]+)"/.exec(refused.message)![1]!);
+        const claim = /^grace token is invalid: "([a-z_]+)" is (?:missing|not (?:a string|an integer|an array))$/.exec(refused.message);
+        if (claim) {
+          // The signature is good: a JWT library that does not require these claims (or their types) accepts the token.
+          if (refused.name !== 'iat-a-string') await jwtVerify(refused.token, createLocalJWKSet(vector.jwks), { currentDate: verifiedAt(), algorithms: ['EdDSA'] });
+          named.add(claim[1]!);
+        }
       }
-      assert.deepEqual([...missing].sort(), ['iss', 'jti', 'license_key_prefix']);
+      assert.deepEqual([...named].sort(), ['entitlements', 'exp', 'iat', 'iss', 'jti', 'license_key_prefix']);
+      for (const part of ['missing', 'not a string', 'twice', '"typ" is not "JWT"', '"crit"', 'not valid yet', 'not a compact JWS']) {
+        assert.ok((vector.refused as Array<{ message: string }>).some((refused) => refused.message.includes(part)), part);
+      }
     });
 
     it('verifies with jose given the JWK Set, which picks the key by kid', async () => {

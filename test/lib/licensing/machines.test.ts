@@ -168,20 +168,20 @@ forEachEngine('machines, seats and license changes', (fixture) => {
     }, operator);
     assert.equal(change.license.id, license.id);
     assert.equal(change.license.key, license.key);
-    assert.equal(change.license.valid_until, '2029-06-30T23:59:59.000Z');
+    assert.equal(change.license.valid_until, '2029-07-01T00:00:00.000Z');
     assert.equal(change.license.max_machines, 2);
     assert.deepEqual(change.license.metadata, { crm_id: 'AC-1042' });
     assert.deepEqual(change.license.entitlements.map((e) => [e.code, e.usage_limit]), [['api.calls', 500], ['export', null]]);
     assert.match(change.warnings[0]!, /3 machines hold a seat, more than the new limit of 2; none is dropped/);
     assert.equal(change.warnings[0]!.split('\n').length, 4, 'the warning lists each machine');
     assert.deepEqual(change.changes.max_machines, { before: null, after: 2 });
-    assert.deepEqual(change.changes.valid_until, { before: '2028-01-01T23:59:59.000Z', after: '2029-06-30T23:59:59.000Z' });
+    assert.deepEqual(change.changes.valid_until, { before: '2028-01-02T00:00:00.000Z', after: '2029-07-01T00:00:00.000Z' });
     const [entry] = await listAudit(db, { action: 'license.updated', entityId: license.id });
     assert.deepEqual(entry!.details.changes, JSON.parse(JSON.stringify(change.changes)));
     assert.ok((await validate(license, 'U-1')).valid, 'machines already in keep working');
     assert.ok(!(await validate(license, 'U-4')).valid, 'no new machine while over the limit');
     const answer = await validate(license, 'U-2');
-    assert.ok(answer.valid && answer.valid_until === '2029-06-30T23:59:59Z', 'the next validation sees the change');
+    assert.ok(answer.valid && answer.valid_until === '2029-07-01T00:00:00Z', 'the next validation sees the change');
     // Nothing changed: no audit entry.
     const again = await updateLicense(db, license.id, { maxMachines: 2, metadata: { crm_id: 'AC-1042' } }, operator);
     assert.deepEqual(again.changes, {});

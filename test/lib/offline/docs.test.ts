@@ -1,9 +1,23 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { BINDING_INFO, SEALED_KEY_LENGTH } from '../../../src/lib/offline/binding.js';
+import { BINDING_INFO, SEALED_KEY_LENGTH, unsealDecryptionKey } from '../../../src/lib/offline/binding.js';
+import { signEd25519 } from '../../../src/lib/offline/ed25519.js';
+import { canonicalPayloadBytes, decodeLicenseFile, encodeLicenseFile, type LicenseFilePayload } from '../../../src/lib/offline/format.js';
+import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
 
 const doc = readFileSync(new URL('../../../docs/offline-license-format.md', import.meta.url), 'utf8');
 const vectors = JSON.parse(readFileSync(new URL('../../vectors/offline-license-v1.json', import.meta.url), 'utf8'));
+const readers = JSON.parse(readFileSync(new URL('../../vectors/offline-license-v1-readers.json', import.meta.url), 'utf8'));
+/** The text of a numbered section, up to the next one. */
+const section = (n: number) => new RegExp(`^## ${n}\\. [^\\n]*\\n([\\s\\S]*?)^## ${n + 1}\\. `, 'm').exec(doc)![1]!;
+const oneLine = (text: string) => text.replace(/\s+/g, ' ');
+const vectorNamed = (name: string) => vectors.vectors.find((v: { name: string }) => v.name === name);
+/** A payload like `from`'s, changed, signed with the vectors' TEST 1 key. */
+function signedFile(from: LicenseFilePayload, change: Partial<Record<keyof LicenseFilePayload, unknown>>): string {
+  const payload = { ...from, ...change } as LicenseFilePayload;
+  for (const [name, value] of Object.entries(change)) if (value === undefined) delete (payload as unknown as Record<string, unknown>)[name];
+  return encodeLicenseFile(payload, signEd25519(canonicalPayloadBytes(payload), Buffer.from(vectors.signing_secret_key_hex, 'hex')));
+}
 
 describe('docs/offline-license-format.md', () => {
   it('documents every field of the format, and no other', () => {
@@ -50,6 +64,67 @@ describe('docs/offline-license-format.md', () => {
     }
     assert.ok(forms.size >= 5, [...forms].join(' '));
     for (const form of forms) assert.ok(doc.includes(`\`${form}\``), `the doc names ${form}`);
+  });
+
+  it('section 2 says a reader drops a UTF-8 byte order mark before the JSON, as the readers do (vector utf-8-byte-order-mark)', () => {
+    assert.match(oneLine(section(2)), /A UTF-8 byte order mark \(`EF BB BF`\) at their start is dropped/);
+    const withMark = readers.accept.find((v: { name: string }) => v.name === 'utf-8-byte-order-mark');
+    assert.deepEqual(decodeLicenseFile(withMark.file).payload, vectorNamed('bound-with-key').payload);
+  });
+
+  it('section 7 unseals with the file\'s hardware_id as written, as the code does and vector hardware-id-not-nfc needs', () => {
+    const unseal = oneLine(/^To unseal([\s\S]*?)\n\n/m.exec(section(7))![1]!);
+    assert.match(unseal, /derive the binding key from the file's `hardware_id` field as written/);
+    assert.doesNotMatch(unseal, /derive the binding key from the machine's own hardware ID/);
+    // The machine's ID in NFC does not open a key sealed under the decomposed text the file carries; the field does.
+    const notNfc = readers.accept.find((v: { name: string }) => v.name === 'hardware-id-not-nfc');
+    const { payload } = decodeLicenseFile(notNfc.file);
+    assert.throws(() => unsealDecryptionKey(payload.encrypted_key!, notNfc.nfc_hardware_id, payload.license_id), { code: 'DECRYPTION_FAILED' });
+    assert.equal(Buffer.from(unsealDecryptionKey(payload.encrypted_key!, payload.hardware_id, payload.license_id)).toString('hex'), notNfc.decryption_key_hex);
+  });
+
+  it('section 7 says what the binding protects: whoever holds a bound file opens its key from the file alone', () => {
+    const text = oneLine(section(7));
+    assert.doesNotMatch(text, /only that machine's hardware ID opens it/);
+    assert.match(text, /whoever holds a bound file can open its sealed key with this section alone, on any machine/);
+    assert.match(text, /not encryption against the holder of the file/);
+    // And so it is: both inputs of the binding key are fields of the file.
+    const { payload } = decodeLicenseFile(vectorNamed('bound-with-key').file);
+    assert.equal(Buffer.from(unsealDecryptionKey(payload.encrypted_key!, payload.hardware_id, payload.license_id)).toString('hex'), vectorNamed('bound-with-key').binding.decryption_key_hex);
+  });
+
+  it('section 3 tells what a reader checks from what the server writes, and counts lengths in UTF-16 code units as the messages say', () => {
+    const fields = section(3);
+    assert.match(fields, /^\| Member \| JSON type \| A reader checks \| This server writes \|$/m);
+    const readerCheck = (member: string) => new RegExp(`^\\| \`${member}\` \\| \\w+ \\| ([^|]*) \\|`, 'm').exec(fields)![1]!;
+    assert.equal(readerCheck('license_key_prefix'), 'Exactly 8 UTF-16 code units, of any text.');
+    assert.equal(readerCheck('customer_name'), 'At most 1000 UTF-16 code units.');
+    assert.equal(readerCheck('issuer'), 'At most 1000 UTF-16 code units.');
+    assert.match(readerCheck('hardware_id'), /^At most 256 UTF-16 code units/);
+    assert.doesNotMatch(readerCheck('customer_name'), /control/, 'control characters are the writer\'s rule');
+    const unbound = vectorNamed('unbound').payload as LicenseFilePayload;
+    const message = (change: Partial<Record<keyof LicenseFilePayload, unknown>>) => {
+      try {
+        decodeLicenseFile(signedFile(unbound, change));
+      } catch (error) {
+        return (error as Error).message.replace('license file is malformed: ', '');
+      }
+      return 'accepted';
+    };
+    for (const refused of [message({ license_key_prefix: '7KQ2' }), message({ customer_name: 'x'.repeat(1001) }), message({ issuer: 'x'.repeat(1001) })]) {
+      assert.match(refused, /UTF-16 code units$/);
+      if (!refused.startsWith('"issuer"')) assert.ok(oneLine(fields).includes(`\`${refused}\``), `section 3 quotes ${refused}`);
+    }
+    assert.equal(message({ customer_name: 'bell \u0007' }), 'accepted', 'a reader checks no control characters in customer_name');
+  });
+
+  it('section 8 says what a bound file without encrypted_key verified without a hardware ID gives, as the code does', () => {
+    const step4 = oneLine(/^4\. \*\*Hardware binding\*\*([\s\S]*?)^5\. /m.exec(section(8))![1]!);
+    assert.match(step4, /A bound file without `encrypted_key`, given no hardware ID, is not refused: it is valid with its binding unchecked/);
+    assert.match(step4, /`hardwareChecked: false`/);
+    const file = signedFile(vectorNamed('unbound').payload, { hardware_id: 'HW-1' });
+    const verified = verifyLicenseFile(file, { publicKey: vectors.public_key_pem, now: new Date('2026-06-01T00:00:00Z') });
+    assert.equal(verified.hardwareChecked, false);
   });
 
   it('states the binding parameters the code uses', () => {

@@ -32,6 +32,7 @@ const now = new Date(data.now);
 const publicKey = data.public_key_pem;
 const byName = (name: string) => data.accept.find((vector) => vector.name === name)!;
 const jsonOf = (file: string) => Buffer.from(file, 'base64').toString('utf8');
+const decodeLicenseFileText = (file: string) => JSON.parse(jsonOf(file)) as { license_key_prefix: string; customer_name: string };
 
 describe('.lic reader vectors (test/vectors/offline-license-v1-readers.json)', () => {
   it('are signed with the key of signing-key.pem', () => {
@@ -47,6 +48,14 @@ describe('.lic reader vectors (test/vectors/offline-license-v1-readers.json)', (
     const long = byName('hardware-id-256-code-units').hardware_id;
     assert.deepEqual([long.length, Buffer.byteLength(long)], [256, 512]);
     assert.match(byName('hardware-id-control-character').hardware_id, /\u0007/);
+    assert.deepEqual([...Buffer.from(byName('utf-8-byte-order-mark').file, 'base64').subarray(0, 4)], [0xef, 0xbb, 0xbf, 0x7b]);
+    // Lengths are counted in UTF-16 code units: neither in code points nor in bytes.
+    const limits = byName('utf-16-code-unit-limits').payload;
+    assert.deepEqual([limits.license_key_prefix.length, [...limits.license_key_prefix].length], [8, 7]);
+    assert.deepEqual([limits.customer_name.length, [...limits.customer_name].length], [1000, 500]);
+    const refused = (name: string) => decodeLicenseFileText(data.refuse.find((vector) => vector.name === name)!.file);
+    assert.deepEqual([refused('license-key-prefix-9-code-units').license_key_prefix.length, [...refused('license-key-prefix-9-code-units').license_key_prefix].length], [9, 8]);
+    assert.deepEqual([refused('customer-name-1001-code-units').customer_name.length, [...refused('customer-name-1001-code-units').customer_name].length], [1001, 501]);
   });
 
   for (const vector of data.accept) {

@@ -137,7 +137,7 @@ describe('offline verification', () => {
       ['valid_until', '2026-12-31T23:59:59.000Z', /second precision/],
       ['valid_until', '2026-02-30T00:00:00Z', /second precision/],
       ['license_type', 'perpetual', /license_type/],
-      ['license_key_prefix', '7KQ2', /8 characters/],
+      ['license_key_prefix', '7KQ2', /must be 8 UTF-16 code units$/],
       ['entitlements', [{ code: 'b', name: 'B', usage_limit: null }, { code: 'a', name: 'A', usage_limit: null }], /sorted by code/],
       ['entitlements', [{ code: 'a', name: 'A', usage_limit: 1.5 }], /usage_limit/],
       ['entitlements', [{ code: 'a', name: 'A' }], /exactly "code", "name" and "usage_limit"/],
