@@ -215,6 +215,11 @@ export const ERROR_TABLE = {
     http: 503,
     hint: 'Point at the right store with --data-dir or LICENSE_DATA_DIR, --database-url or LICENSE_DATABASE_URL, or --config; or create a new one with `license-server init`.',
   },
+  DATABASE_PERMISSION_DENIED: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'Run the command as the user that owns the store, or give this user access to the path named above.',
+  },
   DATABASE_DISK_FULL: {
     exit: EXIT.unavailable,
     http: 507,
