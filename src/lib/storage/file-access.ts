@@ -22,7 +22,8 @@ export function storeAccessDenied(file: string, options: { readonly create: bool
   }
   let lastExisting: string | undefined;
   for (const dir of directories) {
-    if (!statOf(dir)) break;
+    // A missing directory, or a file where one should be, is no matter of permissions.
+    if (!statOf(dir)?.isDirectory()) break;
     if (!allowed(dir, constants.X_OK)) return denied(options.what, target, dir, 'search');
     lastExisting = dir;
   }
