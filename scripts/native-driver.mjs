@@ -43,8 +43,17 @@ const prebuild = (() => {
 })();
 // npm sets npm_config_node_gyp to its bundled node-gyp while it runs lifecycle scripts.
 const nodeGyp = process.env.npm_config_node_gyp;
-if (prebuild && run(process.execPath, [prebuild])) process.exit(0);
-console.error(`native-driver: compiling better-sqlite3 ${require(path.join(dir, 'package.json')).version} for Node ${process.version} (about two minutes)`);
+const version = require(path.join(dir, 'package.json')).version;
+let unreachable = 'prebuild-install is missing';
+if (prebuild) {
+  // Its own warning ("prebuild-install warn install getaddrinfo ENOTFOUND github.com") reads
+  // like a failed install; the install goes on, so it is said once, in our words, below.
+  const download = spawnSync(process.execPath, [prebuild], { cwd: dir, env: process.env, encoding: 'utf8' });
+  if (download.status === 0) process.exit(0);
+  const said = `${download.stderr ?? ''}\n${download.stdout ?? ''}`.split('\n').map((line) => line.replace(/^prebuild-install (warn|err!?|info) (install )?/, '').trim()).filter(Boolean);
+  unreachable = said.at(-1) ?? `prebuild-install exited with ${download.status ?? download.signal}`;
+}
+console.error(`native-driver: no prebuilt better-sqlite3 ${version} for Node ${process.version} could be downloaded (${unreachable}): compiling it from source (about two minutes; needs python3, make and a C++ compiler)`);
 if (nodeGyp && run(process.execPath, [nodeGyp, 'rebuild', '--release'])) process.exit(0);
 if (!nodeGyp && run('npx', ['--no-install', 'node-gyp', 'rebuild', '--release'])) process.exit(0);
 console.error('native-driver: building better-sqlite3 for Node 20 failed; it needs python3, make and a C++ compiler (or use Node 22 or 24, which need none)');

@@ -128,7 +128,8 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   override async catch(error: Interfaces.CommandError): Promise<unknown> {
     // this.exit() and --help/--version unwind with an ExitError: not a failure of ours.
     if ((error as { code?: string }).code === 'EEXIT') throw error;
-    const reported = toReportable(error, `${this.config.bin} ${this.id?.replace(/:/g, ' ') ?? ''}`.trim());
+    const flagNames = [...Object.keys({ ...this.ctor.baseFlags, ...this.ctor.flags }), ...(this.ctor.enableJsonFlag ? ['json'] : [])];
+    const reported = toReportable(error, `${this.config.bin} ${this.id?.replace(/:/g, ' ') ?? ''}`.trim(), await flagSuggestions(error, flagNames));
     process.exitCode = reported.exitCode;
     const output = renderReport(reported, this.jsonEnabled());
     if (output.stdout) process.stdout.write(output.stdout);
@@ -138,17 +139,30 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   }
 }
 
-function toReportable(error: Interfaces.CommandError, commandLine: string): Reportable {
+function toReportable(error: Interfaces.CommandError, commandLine: string, suggestions: string): Reportable {
   if (isLicenseServerError(error)) {
     return { code: error.code, message: error.message, hint: error.hint, exitCode: error.exitCode };
   }
   // oclif's own parse errors (unknown flag, missing argument, bad option) are usage errors.
   if ((error as { oclif?: { exit?: number } }).oclif?.exit !== undefined) {
     const hint = `See \`${commandLine} --help\` for its arguments and flags.`;
-    return { code: 'USAGE', message: usageMessage(error), hint, exitCode: EXIT.usage };
+    return { code: 'USAGE', message: usageMessage(error) + suggestions, hint, exitCode: EXIT.usage };
   }
   const internal = new LicenseServerError('INTERNAL', `unexpected internal error: ${firstLine(error.message)}`);
   return { code: internal.code, message: internal.message, hint: internal.hint, exitCode: EXIT.internal };
+}
+
+/** `; did you mean --limit?` for each unknown flag (oclif's NonExistentFlagsError) near a real one. */
+async function flagSuggestions(error: Interfaces.CommandError, flagNames: readonly string[]): Promise<string> {
+  const unknown = (error as { flags?: unknown }).flags;
+  if (!Array.isArray(unknown)) return '';
+  const { didYouMean } = await import('./did-you-mean.js');
+  return unknown
+    .map((flag) => /^--?([^=]+)/.exec(String(flag))?.[1])
+    .map((name) => (name === undefined ? undefined : didYouMean(name, flagNames)))
+    .filter((name): name is string => name !== undefined)
+    .map((name) => `; did you mean --${name}?`)
+    .join('');
 }
 
 function firstLine(message: string): string {

@@ -7,8 +7,17 @@ export interface ProgressReporter {
   bytes(count: number): void;
 }
 
+/**
+ * Narrower than this, listr2 wraps its one line into a column of characters (a terminal that
+ * reports 0 columns, as a serial console or a pseudo-terminal nobody sized does, gets one
+ * character per line): no spinner then, as off a terminal.
+ */
+const MIN_COLUMNS = 20;
+
 export async function withProgress<T>(interactive: boolean, title: string, work: (progress: ProgressReporter) => Promise<T>): Promise<T> {
-  if (!interactive) return work({ phase: () => undefined, bytes: () => undefined });
+  // listr2 draws on standard output, at its width.
+  const drawable = Boolean(process.stdout.isTTY) && (process.stdout.columns ?? 0) >= MIN_COLUMNS;
+  if (!interactive || !drawable) return work({ phase: () => undefined, bytes: () => undefined });
   const { Listr } = await import('listr2');
   let result: T | undefined;
   await new Listr(

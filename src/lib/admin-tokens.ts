@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { recordAudit } from './audit.js';
 import { now, type OperationContext } from './context.js';
 import { LicenseServerError } from './errors.js';
+import { pageSql, type Page } from './paging.js';
 import { isUniqueViolation } from './storage/errors.js';
 import type { Database, Queryable, Row } from './storage/types.js';
 import { asIso, asIsoOrNull } from './storage/values.js';
@@ -111,9 +112,9 @@ async function insertToken(
   return getToken(tx, id);
 }
 
-export async function listAdminTokens(db: Queryable, options: { includeRevoked?: boolean } = {}): Promise<AdminToken[]> {
+export async function listAdminTokens(db: Queryable, options: { includeRevoked?: boolean } & Page = {}): Promise<AdminToken[]> {
   const where = options.includeRevoked ? '' : 'WHERE revoked_at IS NULL';
-  const rows = await db.query(`SELECT ${COLUMNS} FROM admin_tokens ${where} ORDER BY created_at, id`);
+  const rows = await db.query(`SELECT ${COLUMNS} FROM admin_tokens ${where} ORDER BY created_at, id ${pageSql(options)}`);
   return rows.map(toToken);
 }
 

@@ -1,6 +1,6 @@
 import type { OperationContext } from './context.js';
 import { now } from './context.js';
-import { checkLimit } from './paging.js';
+import { pageSql } from './paging.js';
 import type { Database, Queryable, SqlValue } from './storage/types.js';
 import { asInt, asIso, asJson } from './storage/values.js';
 
@@ -52,7 +52,9 @@ export interface AuditFilter {
   readonly entityId?: string;
   readonly since?: Date;
   readonly until?: Date;
+  /** 100 when left out. */
   readonly limit?: number;
+  readonly offset?: number;
 }
 
 /** Newest first. */
@@ -70,9 +72,8 @@ export async function listAudit(db: Queryable, filter: AuditFilter = {}): Promis
   add('entity_id = ?', filter.entityId);
   add('occurred_at >= ?', filter.since?.toISOString());
   add('occurred_at < ?', filter.until?.toISOString());
-  const limit = checkLimit(filter.limit ?? 100);
   const sql = `SELECT id, occurred_at, actor, action, entity_type, entity_id, details FROM audit_log
-    ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC LIMIT ${limit}`;
+    ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC ${pageSql({ limit: filter.limit ?? 100, offset: filter.offset })}`;
   const rows = await db.query(sql, params);
   return rows.map((row) => ({
     id: asInt(row.id),

@@ -22,6 +22,7 @@ export const EXIT = {
   io: 12,
   backup: 13,
   backupKey: 14,
+  notDelivered: 15,
 } as const;
 
 interface ErrorSpec {
@@ -159,6 +160,11 @@ export const ERROR_TABLE = {
     http: 422,
     hint: 'Webhooks never go to link-local addresses (169.254.0.0/16, fe80::/10) unless notifications.allow_link_local is true.',
   },
+  WEBHOOK_NOT_DELIVERED: {
+    exit: EXIT.notDelivered,
+    http: 502,
+    hint: 'The table gives each webhook\'s HTTP status or connection error: check the receiver, and the URL with `license-server notifications show`.',
+  },
   LICENSE_FILE_MALFORMED: { exit: EXIT.licenseFile, http: 400, hint: 'Copy the file again from its source; it is damaged or not a .lic file.' },
   LICENSE_FILE_UNSUPPORTED_VERSION: { exit: EXIT.licenseFile, http: 400, hint: 'Upgrade license-server to read this file.' },
   SIGNATURE_INVALID: {
@@ -208,6 +214,11 @@ export const ERROR_TABLE = {
     exit: EXIT.unavailable,
     http: 503,
     hint: 'Point at the right store with --data-dir or LICENSE_DATA_DIR, --database-url or LICENSE_DATABASE_URL, or --config; or create a new one with `license-server init`.',
+  },
+  DATABASE_PERMISSION_DENIED: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'Run the command as the user that owns the store, or give this user access to the path named above.',
   },
   DATABASE_DISK_FULL: {
     exit: EXIT.unavailable,

@@ -16,3 +16,22 @@ export function checkOffset(offset: number): number {
   }
   return offset;
 }
+
+/** A page of a list: at most `limit` items after the first `offset`; all of them when both are left out. */
+export interface Page {
+  readonly limit?: number;
+  readonly offset?: number;
+}
+
+/** `LIMIT n OFFSET m` for a page, checked (the same on both engines), or '' for the whole list. */
+export function pageSql(page: Page = {}): string {
+  if (page.limit === undefined && page.offset === undefined) return '';
+  return `LIMIT ${checkLimit(page.limit ?? 100)} OFFSET ${checkOffset(page.offset ?? 0)}`;
+}
+
+/** The same page of a list already in memory. */
+export function pageOf<T>(items: readonly T[], page: Page = {}): T[] {
+  if (page.limit === undefined && page.offset === undefined) return [...items];
+  const offset = checkOffset(page.offset ?? 0);
+  return items.slice(offset, offset + checkLimit(page.limit ?? 100));
+}

@@ -10,6 +10,9 @@ import { eventually } from '../support/fake-clock.js';
 import { runCli, ok } from '../support/cli.js';
 import { startReceiver } from '../support/receiver.js';
 import { api, startServe } from '../support/serve.js';
+import { createBackup } from '../../src/lib/backup/create.js';
+import { listBackups } from '../../src/lib/backup/repository.js';
+import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 
 
@@ -144,7 +147,7 @@ describe('notifications from the command line and the daemon', function () {
         assertNoSecret(ok(await run(['notifications', 'set', '--file', path.join(dir, 'shown.yaml')])).stdout, 'set of the shown file');
 
         const tested = await run(['notifications', 'test']);
-        assert.equal(tested.code, 12, tested.stderr);
+        assert.equal(tested.code, 15, tested.stderr);
         assertNoSecret(tested.stdout + tested.stderr, 'test');
         assert.match(tested.stdout, /^moved\s+no\s+307 \(redirect not followed: http:\/\/locuser:\*\*\*@127\.0\.0\.1:\d+\/elsewhere\?\*\*\*\)$/m);
         assert.match(tested.stdout, /^dead\s+no\s+ECONNREFUSED$/m);
@@ -214,7 +217,7 @@ describe('notifications from the command line and the daemon', function () {
         writeFileSync(path.join(dir, 'tls.json'), JSON.stringify({ webhooks: [{ name: 'tls', url, secret: 'tls-secret-0123456789' }] }));
         ok(await run(['notifications', 'set', '--file', path.join(dir, 'tls.json')]));
         const untrusted = await run(['notifications', 'test', '--json']);
-        assert.equal(untrusted.code, 12);
+        assert.equal(untrusted.code, 15);
         assert.deepEqual(untrusted.json().map((r: { delivered: boolean; error?: string }) => [r.delivered, r.error]), [[false, 'DEPTH_ZERO_SELF_SIGNED_CERT']]);
         assert.equal(bodies.length, 0);
         const trusted = ok(await run(['notifications', 'test', '--json'], { NODE_EXTRA_CA_CERTS: path.join(dir, 'tls-cert.pem') })).json();
@@ -241,6 +244,84 @@ describe('notifications from the command line and the daemon', function () {
       assert.deepEqual(kept.webhooks.map((hook: { name: string }) => hook.name), ['creds', 'dead', 'moved'], 'nothing changed');
       ok(await run(['notifications', 'set', '--file', path.join(dir, 'meta.json')], { LICENSE_NOTIFICATIONS_ALLOW_LINK_LOCAL: 'true' }));
       assert.deepEqual(ok(await run(['notifications', 'show', '--json'])).json().webhooks.map((hook: { url: string }) => hook.url), ['http://[::ffff:a9fe:a9fe]/']);
+    });
+  });
+
+  describe('a webhook that fails or is down', () => {
+    let dir: string;
+    let envHere: Record<string, string>;
+    let down: string;
+    let failing: Awaited<ReturnType<typeof startReceiver>>;
+    const run = (args: string[]) => runCli(args, { env: envHere, cwd: dir });
+
+    before(async () => {
+      dir = mkdtempSync(path.join(tmpdir(), 'license-webhook-down-'));
+      envHere = {
+        LICENSE_DATABASE_URL: path.join(dir, 'data', 'db.sqlite'),
+        LICENSE_BACKUP_PATH: path.join(dir, 'backups'),
+        // Retention that removes every backup older than a day but the newest.
+        LICENSE_BACKUP_RETENTION_DAYS: '1',
+        LICENSE_BACKUP_KEEP_DAILY: '0',
+        LICENSE_BACKUP_KEEP_WEEKLY: '0',
+        LICENSE_BACKUP_KEEP_MONTHLY: '0',
+      };
+      ok(await run(['init']));
+      const closed = await startReceiver();
+      down = closed.url;
+      await closed.close();
+      failing = await startReceiver(() => 500);
+      writeFileSync(path.join(dir, 'hooks.json'), JSON.stringify({
+        webhooks: [{ name: 'down', url: down, secret: 'down-secret-0123456789' }, { name: 'failing', url: failing.url, secret: 'failing-secret-0123456789' }],
+        rules: [{ event: 'backup.*', webhook: 'down' }, { event: 'backup.*', webhook: 'failing' }],
+      }));
+      ok(await run(['notifications', 'set', '--file', path.join(dir, 'hooks.json')]));
+    });
+    after(async () => {
+      await failing?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('leaves backup create its exit code, its one summary line and its retention, with one warning per failed delivery', async () => {
+      const config = await resolveConfig({ env: envHere, cwd: dir });
+      const db = await openDatabase(envHere.LICENSE_DATABASE_URL!);
+      const old = await createBackup({ db, config, trigger: 'manual', toolVersion: 'test', context: { actor: 'test', clock: () => new Date(Date.now() - 3 * 86_400_000) } })
+        .finally(() => db.close());
+
+      const created = await run(['backup', 'create']);
+      assert.equal(created.code, 0, created.stderr);
+      const lines = created.stdout.split('\n').filter(Boolean);
+      assert.equal(lines.length, 1, created.stdout);
+      assert.match(lines[0]!, /^created backup \S+: .*, verified \(\S+\); pruned 1 old backup\(s\)$/);
+      assert.deepEqual((await listBackups(envHere.LICENSE_BACKUP_PATH!)).map((backup) => backup.backup_id).includes(old.backup_id), false, 'retention ran');
+      const warnings = created.stderr.split('\n').filter((line) => line.includes('was not delivered'));
+      assert.deepEqual(warnings.sort(), [
+        'warning: backup.succeeded was not delivered to webhook "down": ECONNREFUSED (2 attempts; it is not sent again)',
+        'warning: backup.succeeded was not delivered to webhook "failing": HTTP 500 (2 attempts; it is not sent again)',
+      ]);
+      assert.equal(failing.received.length, 2, 'the failing webhook was tried twice');
+      assert.equal(JSON.parse(failing.received[0]!.body).event, 'backup.succeeded');
+
+      // A backup that fails keeps its own error: FILE_WRITE_FAILED, exit 12.
+      writeFileSync(path.join(dir, 'a-file'), '');
+      const failed = await run(['backup', 'create', '--path', path.join(dir, 'a-file', 'backups')]);
+      assert.equal(failed.code, 12, failed.stderr);
+      assert.equal(failed.stdout, '');
+      assert.match(failed.stderr, /^Error: cannot create the backup directory .*a-file\/backups: a parent is not a directory \(FILE_WRITE_FAILED\)$/m);
+      assert.deepEqual(failed.stderr.split('\n').filter((line) => line.includes('was not delivered')).map((line) => line.replace(/ webhook "(\w+)".*/, ' $1')).sort(), [
+        'warning: backup.failed was not delivered to down',
+        'warning: backup.failed was not delivered to failing',
+      ]);
+    });
+
+    it('makes notifications test exit 15 (WEBHOOK_NOT_DELIVERED) after its table', async () => {
+      const tested = await run(['notifications', 'test']);
+      assert.equal(tested.code, 15, tested.stderr);
+      assert.match(tested.stdout, /^down\s+no\s+ECONNREFUSED$/m);
+      assert.match(tested.stdout, /^failing\s+no\s+500$/m);
+      assert.match(tested.stderr, /^Error: 2 of 2 webhook\(s\) did not take the test event \(WEBHOOK_NOT_DELIVERED\)$/m);
+      const json = await run(['notifications', 'test', '--json']);
+      assert.equal(json.code, 15);
+      assert.deepEqual(json.json().map((r: { webhook: string; delivered: boolean }) => [r.webhook, r.delivered]), [['down', false], ['failing', false]]);
     });
   });
 });

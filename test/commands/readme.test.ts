@@ -114,6 +114,48 @@ describe('README.md', () => {
     assert.deepEqual(readdirSync(work), [], 'and starts nothing');
   });
 
+  it('starts the daemon with the quick start\'s first command, and SIGTERM or Ctrl-C (SIGINT) to that process stops it with exit 0', async () => {
+    const [first, second, ...more] = block('## Quick start', 'sh').trim().split('\n');
+    assert.deepEqual([second, more], ['npm test', []], 'two commands');
+    const daemon = /^npm install && (\S+) serve$/.exec(first!)?.[1];
+    assert.ok(daemon && !daemon.includes('npx'), `the daemon's own process, not npx: ${first}`);
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      // As the shell runs it after npm install: from the clone, the program itself (its
+      // #! line starts node in the same process); the data directory and port are the test's.
+      const child = spawn(path.resolve(root, daemon), ['serve'], {
+        cwd: root,
+        env: cleanEnv({ LICENSE_DATA_DIR: path.join(work, 'data'), LICENSE_PORT: '0', LICENSE_BACKUP_ENABLED: 'false' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+      child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout!.on('data', () => /^admin token/m.test(out) && resolve());
+        void exited.then((code) => reject(new Error(`serve exited with ${code}: ${out}${err}`)));
+      });
+      const url = /listening on (\S+)/.exec(out)![1]!;
+      child.kill(signal);
+      assert.equal(await exited, 0, `${signal}: ${err}`);
+      assert.match(err, new RegExp(`"msg":"shutting down","signal":"${signal}"`));
+      await assert.rejects(fetch(`${url}/healthz`), 'nothing listens any more');
+    }
+  });
+
+  it('explains the warnings that npm install prints on Node 20 before they appear', () => {
+    const quickStart = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('Then set up what a license needs'));
+    const driver = JSON.parse(readFileSync(path.join(root, 'node_modules', 'better-sqlite3', 'package.json'), 'utf8'));
+    assert.equal(driver.engines.node, '>=22', 'npm warns EBADENGINE for it on Node 20');
+    assert.match(quickStart, new RegExp(`EBADENGINE Unsupported engine\` for \`better-sqlite3@${driver.version.split('.')[0]}\``));
+    assert.ok(quickStart.includes(`required: { node: '${driver.engines.node}' }`));
+    // The one line scripts/native-driver.mjs prints instead of prebuild-install's warning.
+    const script = readFileSync(path.join(root, 'scripts', 'native-driver.mjs'), 'utf8');
+    assert.ok(script.includes('native-driver: no prebuilt better-sqlite3 ${version} for Node ${process.version} could be downloaded ('));
+    assert.match(quickStart.replace(/\s+/g, ' '), /`native-driver: no prebuilt better-sqlite3 \.\.\. could be downloaded \(getaddrinfo ENOTFOUND github\.com\): compiling it from source`/);
+  });
+
   it('starts the daemon as its systemd unit says, and the unit\'s SIGTERM stops it with exit 0', async () => {
     const unit = block('Running under a supervisor', 'ini');
     const envFile = block('/etc/license-server/env', 'sh');

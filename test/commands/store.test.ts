@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { TABLES } from '../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { ok, runCli, type CliResult } from '../support/cli.js';
+import { asUser, ok, runCli, type CliResult } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 import { usePostgresDatabase } from '../support/postgres.js';
 import { startServe } from '../support/serve.js';
@@ -177,5 +177,51 @@ describe('a cron-style run', () => {
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
+  });
+});
+
+describe('a store of another user (SQLite)', () => {
+  let work: string;
+  let dataDir: string;
+  let database: string;
+  const owner = userInfo().username;
+  const asNobody = (args: string[]) => runCli(args, { cwd: work, prefix: asUser('nobody', { LICENSE_DATA_DIR: dataDir, LICENSE_PORT: '0' }) });
+  const denied = (result: CliResult, message: string, accessTo: string) => {
+    assert.equal(result.code, 7, `stdout: ${result.stdout}\nstderr: ${result.stderr}`);
+    assert.equal(result.stdout, '');
+    assert.equal(result.stderr, `Error: ${message} (DATABASE_PERMISSION_DENIED)\nTry: Run the command as the user that owns the store (${owner}: \`sudo -u ${owner} ...\`), or give nobody access to ${accessTo}.\n`);
+  };
+
+  before(async function () {
+    if (!asUser('nobody', {})) {
+      console.warn('    (skipping: running as another user needs root, or sudo under CI=true)');
+      this.skip();
+    }
+    work = mkdtempSync(path.join(tmpdir(), 'license-other-user-'));
+    // Only the data directory (0700, as init makes it) and the database (0600) keep nobody out.
+    chmodSync(work, 0o755);
+    dataDir = path.join(work, 'data');
+    database = path.join(dataDir, 'license-server.db');
+    ok(await runCli(['init'], { cwd: work, env: { LICENSE_DATA_DIR: dataDir } }));
+  });
+  after(() => work && rmSync(work, { recursive: true, force: true }));
+
+  it('says permission denied, naming the path, its owner and the user, not a missing store, and creates nothing', async () => {
+    assert.equal(statSync(dataDir).mode & 0o777, 0o700);
+    const before = readdirSync(dataDir).sort();
+    const hidden = `permission denied: user nobody cannot search the directory ${dataDir} (owned by ${owner}, mode 0700), so cannot open the SQLite database ${database}`;
+    denied(await asNobody(['license', 'list']), hidden, dataDir);
+    assert.deepEqual((await asNobody(['license', 'list', '--json'])).json(), { error: { code: 'DATABASE_PERMISSION_DENIED', message: hidden } });
+    denied(await asNobody(['serve']), `permission denied: user nobody cannot search the directory ${dataDir} (owned by ${owner}, mode 0700), so cannot open the lock file ${database}.daemon-lock`, dataDir);
+
+    chmodSync(dataDir, 0o755);
+    try {
+      denied(await asNobody(['customer', 'list']), `permission denied: user nobody cannot read and write the SQLite database ${database} (owned by ${owner}, mode 0600)`, database);
+      denied(await asNobody(['serve']), `permission denied: user nobody cannot create files in the directory ${dataDir} (owned by ${owner}, mode 0755), so cannot open the lock file ${database}.daemon-lock`, dataDir);
+    } finally {
+      chmodSync(dataDir, 0o700);
+    }
+    assert.deepEqual(readdirSync(dataDir).sort(), before);
+    ok(await runCli(['license', 'list'], { cwd: work, env: { LICENSE_DATA_DIR: dataDir } }));
   });
 });

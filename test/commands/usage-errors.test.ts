@@ -59,6 +59,38 @@ describe('usage errors on the command line', () => {
       message: 'unknown command "license nosuch"',
       hint: 'The license commands are activate, checkout, create, deactivate, inspect, list, renew, show, update, usage, verify; see `license-server license --help`.',
     },
+    // Typos get oclif's not-found suggestion (its nearest command by edit distance), in the
+    // message so that --json carries it too; far-off words get none.
+    {
+      argv: ['licence', 'list'],
+      code: 'COMMAND_NOT_FOUND',
+      message: 'unknown command "licence list"; did you mean "license list"?',
+      hint: 'See `license-server --help` for the commands.',
+    },
+    {
+      argv: ['lisence', 'show', 'ABCD'],
+      code: 'COMMAND_NOT_FOUND',
+      message: 'unknown command "lisence show ABCD"; did you mean "license show"?',
+      hint: 'See `license-server --help` for the commands.',
+    },
+    {
+      argv: ['license', 'lst'],
+      code: 'COMMAND_NOT_FOUND',
+      message: 'unknown command "license lst"; did you mean "license list"?',
+      hint: 'The license commands are activate, checkout, create, deactivate, inspect, list, renew, show, update, usage, verify; see `license-server license --help`.',
+    },
+    {
+      argv: ['licence'],
+      code: 'COMMAND_NOT_FOUND',
+      message: 'unknown command "licence"; did you mean "license"?',
+      hint: 'See `license-server --help` for the commands.',
+    },
+    {
+      argv: ['backup', 'list', '--limt', '2'],
+      code: 'USAGE',
+      message: 'Nonexistent flag: --limt; did you mean --limit?',
+      hint: 'See `license-server backup list --help` for its arguments and flags.',
+    },
   ];
 
   for (const { argv, code, message, hint } of cases) {

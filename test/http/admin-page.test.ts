@@ -52,6 +52,13 @@ describe('the admin page in headless Chromium', function () {
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
+  it('shows no navigation and no Sign out button before anyone signs in', async () => {
+    await page.goto(`${serve.url}/admin/`);
+    await page.getByLabel('Admin token').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Sign out' }).isVisible(), false);
+    assert.equal(await page.locator('#nav').isVisible(), false);
+  });
+
   it('is served with a same-origin Content-Security-Policy and signs in with the token', async () => {
     const response = await page.goto(`${serve.url}/`);
     assert.match(response!.headers()['content-security-policy']!, /default-src 'self'/);
@@ -139,6 +146,24 @@ describe('the admin page in headless Chromium', function () {
 
   it('is usable on a narrow window and by keyboard', async () => {
     await page.setViewportSize({ width: 380, height: 800 });
+    // Timestamps and sizes stay on one line (the table scrolls sideways instead): the text of
+    // each such cell lies on one line box, however narrow the window.
+    const lineBoxes = await page.evaluate(() => {
+      const doc = (globalThis as unknown as { document: any }).document;
+      const cells = [
+        ...[...doc.querySelectorAll('#backup-table tbody tr')].flatMap((row: any) => [row.cells[1], row.cells[2]]),
+        ...[...doc.querySelectorAll('#license-table tbody tr')].map((row: any) => row.cells[4]),
+        ...[...doc.querySelectorAll('#machine-table tbody tr')].flatMap((row: any) => [row.cells[5], row.cells[6]]),
+        ...[...doc.querySelectorAll('#key-table tbody tr')].map((row: any) => row.cells[2]),
+      ];
+      return cells.map((cell: any) => {
+        const range = doc.createRange();
+        range.selectNodeContents(cell);
+        return [cell.textContent, new Set([...range.getClientRects()].map((rect: any) => Math.round(rect.top))).size];
+      });
+    });
+    assert.ok(lineBoxes.length >= 8, `${lineBoxes.length} cells`);
+    assert.deepEqual(lineBoxes.filter(([, lines]) => lines !== 1), [], 'cells whose value wraps');
     const overflow = await page.evaluate(() => {
       const root = (globalThis as unknown as { document: { documentElement: { scrollWidth: number; clientWidth: number } } }).document.documentElement;
       return root.scrollWidth - root.clientWidth;

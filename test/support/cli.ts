@@ -16,14 +16,15 @@ export interface CliResult {
  * Runs the built CLI (bin/run.js over dist/) as a user would, with a clean environment:
  * no LICENSE_* variable leaks in from the developer's shell.
  */
-export function runCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; input?: string } = {}): Promise<CliResult> {
+export function runCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string; input?: string; prefix?: readonly string[] } = {}): Promise<CliResult> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && !name.startsWith('LICENSE_')) env[name] = value;
   }
   Object.assign(env, options.env);
+  const [command, ...commandArgs] = [...(options.prefix ?? []), process.execPath, CLI, ...args];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(command!, commandArgs, { cwd: options.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -45,6 +46,18 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
     );
     child.stdin.end(options.input ?? '');
   });
+}
+
+/**
+ * The prefix that runs a program as `user` with `env` set (sudo resets the environment):
+ * runuser as root, `sudo -n` under CI=true (where .ci/run has sudo); undefined elsewhere,
+ * where a test that needs it skips.
+ */
+export function asUser(user: string, env: Record<string, string>): string[] | undefined {
+  const withEnv = ['env', ...Object.entries(env).map(([name, value]) => `${name}=${value}`)];
+  if (process.getuid?.() === 0) return ['runuser', '-u', user, '--', ...withEnv];
+  if (process.env.CI === 'true') return ['sudo', '-n', '-u', user, '--', ...withEnv];
+  return undefined;
 }
 
 /** Asserts a run exited 0, showing its output when it did not; returns it for chaining. */

@@ -1,5 +1,6 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
+import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { listAudit, type AuditEntry } from '../../lib/audit.js';
 import { parseTimestamp } from '../../lib/validate.js';
@@ -17,7 +18,7 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
     'entity-id': Flags.string({ description: 'Only entries about this record id.' }),
     since: Flags.string({ description: 'Entries at or after this date or timestamp.' }),
     until: Flags.string({ description: 'Entries before this date or timestamp.' }),
-    limit: Flags.integer({ description: 'At most this many entries (1-10000).', default: 100 }),
+    ...pagingFlags,
   };
 
   async run(): Promise<AuditEntry[]> {
@@ -30,6 +31,7 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
       since: flags.since === undefined ? undefined : parseTimestamp(flags.since, '--since'),
       until: flags.until === undefined ? undefined : parseTimestamp(flags.until, '--until'),
       limit: flags.limit,
+      offset: flags.offset,
     };
     const entries = await this.withDatabase((db) => listAudit(db, filter));
     this.say(

@@ -25,12 +25,13 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
       }
       const { createBackup } = await import('../../lib/backup/create.js');
       const { pruneBackups } = await import('../../lib/backup/retention.js');
-      const { Notifier } = await import('../../lib/notifications/notifier.js');
-      // A cron job's failure must reach someone: alerts go out before the command exits.
-      const notifier = new Notifier({ database: () => db, server: () => config.settings.issuer, log: () => undefined, allowLinkLocal: () => config.settings.notifications.allowLinkLocal });
+      const { alertFromCommandLine } = await import('../../cli/alert.js');
+      // A cron job's failure must reach someone: alerts go out before the command exits. A
+      // webhook that fails costs a warning line on standard error (also with --json, whose
+      // output stays the record), never the backup's result or its exit code.
       const alert = async (event: 'backup.succeeded' | 'backup.failed', data: Record<string, unknown>) => {
-        notifier.emit(event, { trigger: 'manual', actor: this.operationContext().actor, ...data });
-        await notifier.settle(10_000);
+        const warnings = await alertFromCommandLine(db, config, event, { trigger: 'manual', actor: this.operationContext().actor, ...data });
+        for (const warning of warnings) process.stderr.write(`warning: ${warning}\n`);
       };
       const created = await withProgress(interactive, 'Backing up', (progress) =>
         createBackup({

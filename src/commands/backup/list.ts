@@ -1,5 +1,6 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
+import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { formatBytes } from '../../cli/progress.js';
 import type { BackupRecord } from '../../lib/backup/repository.js';
@@ -9,13 +10,18 @@ export default class BackupList extends BaseCommand<typeof BackupList> {
 Warns on standard error (also with --json, whose output stays the list) about what interrupted runs left: unlisted archives, unfinished prunes, work directories of dead processes, and on PostgreSQL scratch databases of dead validates. It changes nothing; the next backup create, prune or validate clears them.`;
   static override flags = {
     path: Flags.string({ description: 'Backup directory (default: backup.path).' }),
+    ...pagingFlags,
   };
 
   async run(): Promise<BackupRecord[]> {
     const config = await this.resolveConfig();
-    const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/debris.js')]);
+    const [{ listBackups }, { findDebris }, { pageOf }] = await Promise.all([
+      import('../../lib/backup/repository.js'),
+      import('../../lib/backup/debris.js'),
+      import('../../lib/paging.js'),
+    ]);
     const directory = this.flags.path ?? config.settings.backup.path;
-    const backups = await listBackups(directory);
+    const backups = pageOf(await listBackups(directory), { limit: this.flags.limit, offset: this.flags.offset });
     this.say(
       formatTable(backups, [
         { header: 'ID', value: (b) => b.backup_id },

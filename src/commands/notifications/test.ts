@@ -1,11 +1,13 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatTable } from '../../cli/output.js';
+import { renderReport } from '../../cli/report.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import type { DeliveryResult } from '../../lib/notifications/notifier.js';
 
 export default class NotificationsTest extends BaseCommand<typeof NotificationsTest> {
-  static override description = 'Send a test event (notification.test) to one webhook or all of them, once each, and report what happened.';
+  static override description = `Send a test event (notification.test) to one webhook or all of them, once each, and report what happened.
+Exits 15 (WEBHOOK_NOT_DELIVERED) when any webhook did not take it; with --json the output stays the list of results.`;
   static override flags = { webhook: Flags.string({ description: 'Only this webhook (default: every enabled one).' }) };
 
   async run(): Promise<DeliveryResult[]> {
@@ -29,7 +31,14 @@ export default class NotificationsTest extends BaseCommand<typeof NotificationsT
       { header: 'DELIVERED', value: (r) => r.delivered },
       { header: 'STATUS', value: (r) => (r.status === undefined ? r.error : r.error ? `${r.status} (${[r.error, r.location].filter(Boolean).join(': ')})` : r.status) },
     ]));
-    if (results.some((result) => !result.delivered)) process.exitCode = 12;
+    const failed = results.filter((result) => !result.delivered).length;
+    if (failed > 0) {
+      // A failed test is what this command reports, not a failure of it: the table (or the
+      // JSON list) still stands, followed by the error lines on standard error.
+      const error = new LicenseServerError('WEBHOOK_NOT_DELIVERED', `${failed} of ${results.length} webhook(s) did not take the test event`);
+      if (!this.jsonEnabled()) process.stderr.write(renderReport(error, false).stderr!);
+      process.exitCode = error.exitCode;
+    }
     return results;
   }
 }

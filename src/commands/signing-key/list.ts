@@ -1,12 +1,16 @@
 import { BaseCommand } from '../../cli/base-command.js';
+import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { listSigningKeys, type SigningKeyInfo } from '../../lib/signing-keys/keys.js';
 
 export default class SigningKeyList extends BaseCommand<typeof SigningKeyList> {
   static override description = 'List the signing keys: id, state (active, next, verify-only, retired), creation, fingerprint, and whether the private key is sealed.';
 
+  static override flags = { ...pagingFlags };
+
   async run(): Promise<SigningKeyInfo[]> {
-    const keys = await this.withDatabase((db) => listSigningKeys(db));
+    const { limit, offset } = this.flags;
+    const keys = await this.withDatabase((db) => listSigningKeys(db, { limit, offset }));
     this.say(
       formatTable(keys, [
         { header: 'KEY ID', value: (k) => k.key_id },

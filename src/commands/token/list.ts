@@ -1,14 +1,15 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
+import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { listAdminTokens, type AdminToken } from '../../lib/admin-tokens.js';
 
 export default class TokenList extends BaseCommand<typeof TokenList> {
   static override description = 'List admin API tokens (never the tokens themselves).';
-  static override flags = { all: Flags.boolean({ description: 'Include revoked tokens.', default: false }) };
+  static override flags = { all: Flags.boolean({ description: 'Include revoked tokens.', default: false }), ...pagingFlags };
 
   async run(): Promise<AdminToken[]> {
-    const tokens = await this.withDatabase((db) => listAdminTokens(db, { includeRevoked: this.flags.all }));
+    const tokens = await this.withDatabase((db) => listAdminTokens(db, { includeRevoked: this.flags.all, limit: this.flags.limit, offset: this.flags.offset }));
     this.say(
       formatTable(tokens, [
         { header: 'ID', value: (t) => t.id },

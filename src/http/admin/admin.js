@@ -34,9 +34,11 @@ async function call(method, path, { body, accept } = {}) {
   return response;
 }
 
-function cell(row, text) {
+/** A table cell; `value` for a timestamp or size, which must not wrap (admin.css). */
+function cell(row, text, kind) {
   const td = document.createElement('td');
   td.textContent = text ?? '-';
+  if (kind === 'value') td.className = 'value';
   row.append(td);
   return td;
 }
@@ -113,8 +115,8 @@ async function loadBackups() {
     const row = document.createElement('tr');
     row.dataset.backupId = backup.backup_id;
     cell(row, backup.backup_id);
-    cell(row, backup.created_at);
-    cell(row, size(backup.size));
+    cell(row, backup.created_at, 'value');
+    cell(row, size(backup.size), 'value');
     cell(row, backup.engine);
     cell(row, String(backup.schema_version));
     cell(row, backup.encrypted ? 'yes' : 'no');
@@ -167,7 +169,7 @@ async function loadLicenses() {
     cell(row, license.customer_name);
     cell(row, license.type);
     cell(row, license.active ? 'yes' : 'no');
-    cell(row, license.valid_until);
+    cell(row, license.valid_until, 'value');
     cell(row, `${license.machines_in_use}${license.max_machines === null ? '' : ` of ${license.max_machines}`}${license.floating ? ' (floating)' : ''}`);
     if (!may('licenses')) {
       body.append(row);
@@ -216,8 +218,8 @@ async function loadMachines(licenses) {
     cell(row, machine.name);
     cell(row, machine.active ? 'yes' : 'no');
     cell(row, machine.holds_seat ? 'yes' : 'no');
-    cell(row, machine.last_seen);
-    cell(row, machine.offline_until);
+    cell(row, machine.last_seen, 'value');
+    cell(row, machine.offline_until, 'value');
     const actions = document.createElement('div');
     actions.className = 'row-actions';
     if (may('licenses')) {
@@ -251,7 +253,10 @@ async function loadSigningKey() {
   for (const key of keys) {
     const row = document.createElement('tr');
     row.dataset.keyId = key.key_id;
-    for (const value of [key.key_id, key.state, key.created_at, key.fingerprint]) cell(row, value);
+    cell(row, key.key_id);
+    cell(row, key.state);
+    cell(row, key.created_at, 'value');
+    cell(row, key.fingerprint);
     body.append(row);
   }
   // The same text as `signing-key show --all`, which license verify --public-key and the client read.

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { LicenseServerError } from '../errors.js';
 import { describeFsError } from '../fs-errors.js';
+import { storeAccessDenied } from '../storage/file-access.js';
 import { loadSqliteDriver } from '../storage/sqlite-driver.js';
 
 /**
@@ -25,7 +26,8 @@ export class SqliteLockFile {
       mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
       closeSync(openSync(file, 'a', 0o600));
     } catch (error) {
-      throw new LicenseServerError('FILE_WRITE_FAILED', `cannot create the lock file ${file}: ${describeFsError(error)}`, { cause: error });
+      // The daemon's lock comes before its database: another user's store says so here.
+      throw storeAccessDenied(file, { create: true, what: 'the lock file' }) ?? new LicenseServerError('FILE_WRITE_FAILED', `cannot create the lock file ${file}: ${describeFsError(error)}`, { cause: error });
     }
     const Driver = loadSqliteDriver();
     return new SqliteLockFile(new Driver(file, { timeout: 0 }));

@@ -36,6 +36,12 @@ export interface NotifierOptions {
   /** Waits between attempts: 1 s, 5 s, 25 s by default (tests pass shorter ones). */
   readonly retryDelaysMs?: readonly number[];
   readonly timeoutMs?: number;
+  /**
+   * The wait between attempts. The default's timer is unreferenced, so that retries never
+   * keep a stopping daemon alive; a short-lived process that awaits deliveries must pass a
+   * referenced one (src/cli/alert.ts), or Node, finding nothing else pending, abandons its
+   * await mid-wait and exits 13.
+   */
   readonly sleep?: (ms: number) => Promise<void>;
   /** notifications.allow_link_local: deliver to 169.254.0.0/16 and fe80::/10 too. */
   readonly allowLinkLocal?: () => boolean;
@@ -70,7 +76,7 @@ export class Notifier {
     void delivery.finally(() => this.pending.delete(delivery));
   }
 
-  /** Waits for deliveries in flight, for at most `timeoutMs` (a CLI before it exits, a test). */
+  /** Waits for deliveries in flight, for at most `timeoutMs` (the daemon's shutdown, a test). */
   async settle(timeoutMs = 30_000): Promise<void> {
     await Promise.race([Promise.allSettled([...this.pending]), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
   }

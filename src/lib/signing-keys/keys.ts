@@ -4,6 +4,7 @@ import { now, type OperationContext } from '../context.js';
 import { publicKeyFromPem, publicKeyToPem } from '../crypto/ed25519-pem.js';
 import { keyIdOf, type KeySet } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
+import { pageSql, type Page } from '../paging.js';
 import type { Database, Queryable, Row } from '../storage/types.js';
 import { asBool, asBytesOrNull, asIso, asIsoOrNull } from '../storage/values.js';
 import { keyEncryptionKeyOf } from './kek-registry.js';
@@ -46,8 +47,8 @@ export interface SigningKeyPair {
 
 const COLUMNS = 'id, key_id, public_key, sealed_with, is_current, created_at, deactivated_at, retired_at';
 
-export async function listSigningKeys(db: Queryable): Promise<SigningKeyInfo[]> {
-  const rows = await db.query(`SELECT ${COLUMNS} FROM signing_keys ORDER BY created_at, key_id`);
+export async function listSigningKeys(db: Queryable, page: Page = {}): Promise<SigningKeyInfo[]> {
+  const rows = await db.query(`SELECT ${COLUMNS} FROM signing_keys ORDER BY created_at, key_id ${pageSql(page)}`);
   return rows.map(describeKey);
 }
 

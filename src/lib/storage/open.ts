@@ -1,6 +1,7 @@
 import { LicenseServerError } from '../errors.js';
 import { existsSync } from 'node:fs';
 import type { Database } from './types.js';
+import { storeAccessDenied } from './file-access.js';
 import { hasSchema, migrate } from './migrations.js';
 import { useKeyEncryptionKey } from '../signing-keys/kek-registry.js';
 
@@ -37,7 +38,8 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     const { PostgresDatabase } = await import('./postgres.js');
     db = await PostgresDatabase.open(url, options.applicationName);
   } else {
-    if (!create && !existsSync(url)) throw notFound(`no license-server database exists at ${url}`, options.origin);
+    // A file that another user's directory hides is not missing: say whose it is.
+    if (!create && !existsSync(url)) throw storeAccessDenied(url, { create: false, what: 'the SQLite database' }) ?? notFound(`no license-server database exists at ${url}`, options.origin);
     const { SqliteDatabase } = await import('./sqlite.js');
     db = SqliteDatabase.open(url, { create });
   }

@@ -4,6 +4,7 @@ import type BetterSqlite3 from 'better-sqlite3';
 import { keyIdOf } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { describeFsError } from '../fs-errors.js';
+import { storeAccessDenied } from './file-access.js';
 import { loadSqliteDriver } from './sqlite-driver.js';
 import type { Database, Queryable, Row, SqlValue } from './types.js';
 
@@ -236,6 +237,9 @@ interface FileIdentity {
 
 function openConnection(file: string, create: boolean): { db: BetterSqlite3.Database; identity: FileIdentity } {
   const unavailable = (error: unknown): never => {
+    // SQLite says only "unable to open database file"; another user's store says more.
+    const denied = storeAccessDenied(file, { create, what: 'the SQLite database' });
+    if (denied) throw denied;
     throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot open the SQLite database ${file}: ${describeFsError(error)}`, {
       cause: error,
     });
