@@ -122,12 +122,7 @@ async function loadBackups() {
     const actions = document.createElement('div');
     actions.className = 'row-actions';
     if (may('backups')) actions.append(
-      button('Download', (event) =>
-        busy(event.currentTarget, `Downloading ${backup.backup_id}…`, async () => {
-          await save(await call('GET', `/api/backups/${encodeURIComponent(backup.backup_id)}/download`), backup.file);
-          return `Downloaded ${backup.file}.`;
-        }),
-      ),
+      downloadButton(backup),
       button('Validate', (event) =>
         busy(event.currentTarget, `Validating ${backup.backup_id}…`, async () => {
           const report = await (await call('POST', `/api/backups/${encodeURIComponent(backup.backup_id)}/validate`)).json();
@@ -144,6 +139,24 @@ async function loadBackups() {
     cell(row, 'No backups yet.').colSpan = 8;
     body.append(row);
   }
+}
+
+/**
+ * An unencrypted archive is the whole database in the clear, so only an admin token may
+ * download it (the server refuses others with BACKUP_UNENCRYPTED); the button says so.
+ */
+function downloadButton(backup) {
+  const download = button(backup.encrypted ? 'Download' : 'Download (admin only)', (event) =>
+    busy(event.currentTarget, `Downloading ${backup.backup_id}…`, async () => {
+      await save(await call('GET', `/api/backups/${encodeURIComponent(backup.backup_id)}/download`), backup.file);
+      return `Downloaded ${backup.file}.`;
+    }),
+  );
+  if (!backup.encrypted) {
+    download.title = 'Not encrypted: this archive holds the private signing key (unless sealed), every license key and every license\'s decryption key in the clear, so only an admin token may download it. Set backup.encryption_key to encrypt backups.';
+    download.disabled = !may('admin');
+  }
+  return download;
 }
 
 function openRestore(id) {
