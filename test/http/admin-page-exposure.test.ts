@@ -8,7 +8,7 @@ import { api, startServe, type ServeProcess } from '../support/serve.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
-/** What the admin page shows a token short of admin: no license key, no unencrypted archive. */
+/** What the admin page shows a token short of admin: no license key, no unencrypted archive, no hidden characters. */
 describe('the admin page and what a scoped token obtains, in headless Chromium', function () {
   this.timeout(120_000);
   let work: string;
@@ -74,6 +74,14 @@ describe('the admin page and what a scoped token obtains, in headless Chromium',
     assert.ok(texts.some((text) => text.includes(license.key_prefix)), 'the page got the licenses');
     for (const text of texts) for (const form of [license.key, license.key.replace(/-/g, '')]) assert.ok(!text.includes(form), `an answer to the page holds the key: ${text.slice(0, 200)}`);
     assert.ok(!(await page!.content()).includes(license.key));
+  });
+
+  it('shows a hardware ID holding a bidi override, and a machine name with a zero-width space, escaped', async () => {
+    const row = page!.locator('#machine-table tbody tr').first();
+    const cells = await row.locator('td').allTextContents();
+    assert.equal(cells[1], 'HW-\\u202eexe.gnp');
+    assert.equal(cells[2], 'front\\u200bdesk');
+    assert.ok(!(await page!.locator('#machine-table').innerText()).includes('\u202e'));
   });
 
   it('offers an unencrypted backup\'s download to an admin token only, and says why on the button', async () => {

@@ -34,6 +34,22 @@ async function call(method, path, { body, accept } = {}) {
   return response;
 }
 
+/**
+ * Text from clients (hardware IDs, machine names) and token names as they can be shown: the
+ * characters that change how text looks without being seen (bidirectional controls such as
+ * U+202E, zero-width and format characters, default-ignorables, line separators) written as
+ * escapes, so that one hardware ID cannot pass for another. The same set as escapeInvisible
+ * in src/lib/validate.ts.
+ */
+const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Bidi_Control}\p{Zl}\p{Zp}]/gu;
+function visible(text) {
+  if (text === null || text === undefined) return text;
+  return String(text).replace(INVISIBLE, (char) => {
+    const point = char.codePointAt(0);
+    return point > 0xffff ? `\\u{${point.toString(16)}}` : `\\u${point.toString(16).padStart(4, '0')}`;
+  });
+}
+
 function cell(row, text) {
   const td = document.createElement('td');
   td.textContent = text ?? '-';
@@ -225,8 +241,8 @@ async function loadMachines(licenses) {
     const row = document.createElement('tr');
     row.dataset.machineId = machine.id;
     cell(row, `${prefixes.get(machine.license_id) ?? machine.license_id}…`);
-    cell(row, machine.hardware_id);
-    cell(row, machine.name);
+    cell(row, visible(machine.hardware_id));
+    cell(row, visible(machine.name));
     cell(row, machine.active ? 'yes' : 'no');
     cell(row, machine.holds_seat ? 'yes' : 'no');
     cell(row, machine.last_seen);
@@ -236,10 +252,10 @@ async function loadMachines(licenses) {
     if (may('licenses')) {
       const verb = machine.active ? 'deactivate' : 'activate';
       actions.append(button(machine.active ? 'Deactivate' : 'Activate', (event) =>
-        busy(event.currentTarget, `${machine.active ? 'Deactivating' : 'Activating'} ${machine.hardware_id}…`, async () => {
+        busy(event.currentTarget, `${machine.active ? 'Deactivating' : 'Activating'} ${visible(machine.hardware_id)}…`, async () => {
           const change = await (await call('POST', `/api/machines/${encodeURIComponent(machine.id)}/${verb}`, { body: {} })).json();
           await show();
-          return [`Machine ${machine.hardware_id} ${verb}d.`, ...change.warnings].join(' ');
+          return [`Machine ${visible(machine.hardware_id)} ${verb}d.`, ...change.warnings.map(visible)].join(' ');
         }),
       ));
     }
@@ -347,9 +363,9 @@ document.addEventListener('DOMContentLoaded', () => {
       await show();
       const { admin_tokens: tokens, licenses, customers, machines = [], keep } = report.revocations;
       const carried = [
-        tokens.length ? ` Kept revoked: ${tokens.map((t) => `token ${t.name}`).join(', ')}.` : '',
+        tokens.length ? ` Kept revoked: ${tokens.map((t) => `token ${visible(t.name)}`).join(', ')}.` : '',
         licenses.length + customers.length + machines.length
-          ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`), ...machines.map((m) => `machine ${m.hardware_id}`)].join(', ')}.`
+          ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`), ...machines.map((m) => `machine ${visible(m.hardware_id)}`)].join(', ')}.`
           : '',
       ].join('');
       const engines = { sqlite: 'SQLite', postgres: 'PostgreSQL' };
