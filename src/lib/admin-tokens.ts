@@ -6,7 +6,7 @@ import { pageSql, type Page } from './paging.js';
 import { isUniqueViolation } from './storage/errors.js';
 import type { Database, Queryable, Row } from './storage/types.js';
 import { asIso, asIsoOrNull } from './storage/values.js';
-import { describe, isUuid, requireNonEmpty } from './validate.js';
+import { describe, escapeInvisible, hasInvisibleCharacters, isUuid, requireNonEmpty } from './validate.js';
 
 /**
  * What a token may do. `read`: lists and shows; `licenses`: create and change customers,
@@ -68,15 +68,41 @@ export interface NewAdminToken {
 }
 
 /**
- * Names are never reused, even after a revocation, so `token:<name>` in the audit log always
- * names one token.
+ * A token's name, as `token:<name>` in the audit log: 1-100 characters without control
+ * characters, and without invisible ones (zero-width, bidirectional controls: see
+ * hasInvisibleCharacters), which would let `boot\u200bstrap` or a name turned around by
+ * U+202E pass for another token's in the log.
+ */
+export function parseTokenName(value: string | undefined): string {
+  const name = requireNonEmpty(value, 'token name', 100);
+  if (hasInvisibleCharacters(name)) {
+    throw new LicenseServerError('INVALID_INPUT', `token name ${describe(name)} holds invisible characters (zero-width, bidirectional controls, format characters), which would make it look like another name`);
+  }
+  return name;
+}
+
+/**
+ * What two names are compared as: the same after Unicode compatibility normalisation (NFKC:
+ * full-width letters, ligatures) and case folding are one name, so `BOOTSTRAP` or `Ｄeploy`
+ * cannot stand beside `bootstrap` or `deploy` in the audit log.
+ */
+export function tokenNameKey(name: string): string {
+  return name.normalize('NFKC').toUpperCase().toLowerCase().normalize('NFKC');
+}
+
+/**
+ * Names are never reused, even after a revocation, and no two differ only by case (or by
+ * what NFKC folds), so `token:<name>` in the audit log always names one token.
  */
 export async function createAdminToken(db: Database, input: NewAdminToken, context: OperationContext): Promise<IssuedAdminToken> {
-  const name = requireNonEmpty(input.name, 'token name', 100);
+  const name = parseTokenName(input.name);
   const scopes = parseScopes(input.scopes ?? ['admin']);
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   try {
-    const record = await db.transaction((tx) => insertToken(tx, { name, scopes, expiresInMs: input.expiresInMs }, token, context));
+    const record = await db.transaction(async (tx) => {
+      await lockTokenNames(tx, db);
+      return insertToken(tx, { name, scopes, expiresInMs: input.expiresInMs }, token, context);
+    });
     return { token, record };
   } catch (error) {
     if (isUniqueViolation(error)) {
@@ -96,8 +122,15 @@ async function insertToken(
   const at = now(context);
   const expiresAt = input.expiresInMs === undefined ? null : new Date(at.getTime() + input.expiresInMs).toISOString();
   const id = randomUUID();
-  if ((await tx.query('SELECT 1 FROM admin_tokens WHERE name = ?', [name])).length > 0) {
-    throw new LicenseServerError('TOKEN_NAME_EXISTS', `a token named ${describe(name)} exists or existed; names are never reused`);
+  const taken = await takenNameKeys(tx);
+  if (taken.has(tokenNameKey(name))) {
+    const existing = taken.get(tokenNameKey(name))!;
+    throw new LicenseServerError(
+      'TOKEN_NAME_EXISTS',
+      existing === name
+        ? `a token named ${describe(name)} exists or existed; names are never reused`
+        : `a token named ${describe(existing)} exists or existed, and names that differ only by case are one name; names are never reused`,
+    );
   }
   await tx.execute(
     `INSERT INTO admin_tokens (id, name, scopes, expires_at, token_hash, token_prefix, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -118,12 +151,46 @@ export async function listAdminTokens(db: Queryable, options: { includeRevoked?:
   return rows.map(toToken);
 }
 
-/** Revokes by id or by the name of a live token. Revoking twice changes nothing. */
+/**
+ * Every name taken, live or revoked, by its comparison key. The names are few (people make
+ * tokens by hand), and comparing in SQL would fold case differently on each engine (SQLite's
+ * lower() knows only ASCII).
+ */
+async function takenNameKeys(tx: Queryable): Promise<Map<string, string>> {
+  const rows = await tx.query('SELECT name FROM admin_tokens ORDER BY created_at, id');
+  const taken = new Map<string, string>();
+  for (const row of rows) if (!taken.has(tokenNameKey(String(row.name)))) taken.set(tokenNameKey(String(row.name)), String(row.name));
+  return taken;
+}
+
+/**
+ * Two creations of `Deploy` and `deploy` at the same moment must not both pass the check: on
+ * PostgreSQL the check and the insert exclude other writers of admin_tokens (the unique index
+ * compares exact names only); SQLite's transactions hold the write lock anyway.
+ */
+async function lockTokenNames(tx: Queryable, db: Database): Promise<void> {
+  if (db.engine === 'postgres') await tx.query('LOCK TABLE admin_tokens IN SHARE ROW EXCLUSIVE MODE');
+}
+
+/**
+ * Revokes by id or by the name of a live token: the exact name, or else the one live name that
+ * differs from it only by case. Names that clash that way can exist from before they were
+ * compared so (see docs/http-api.md); for them only the exact name or the id will do.
+ * Revoking twice changes nothing.
+ */
 export async function revokeAdminToken(db: Database, reference: string, context: OperationContext): Promise<AdminToken> {
   return db.transaction(async (tx) => {
-    const rows = isUuid(reference)
+    let rows = isUuid(reference)
       ? await tx.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE id = ?`, [reference.toLowerCase()])
       : await tx.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE name = ? AND revoked_at IS NULL`, [reference]);
+    if (!rows[0] && !isUuid(reference)) {
+      const live = await tx.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE revoked_at IS NULL`);
+      const alike = live.filter((row) => tokenNameKey(String(row.name)) === tokenNameKey(reference));
+      if (alike.length > 1) {
+        throw new LicenseServerError('TOKEN_NOT_FOUND', `${alike.length} live tokens have names that differ from ${describe(reference)} only by case; revoke one by its exact name or its id`);
+      }
+      rows = alike;
+    }
     if (!rows[0]) throw new LicenseServerError('TOKEN_NOT_FOUND', `no live token has the id or name ${describe(reference)}`);
     const token = toToken(rows[0]);
     if (token.revoked_at) return token;
@@ -179,6 +246,25 @@ export async function authenticateAdminToken(
   return { actor: `token:${String(row.name)}`, tokenId: String(row.id), scopes: storedScopes(row.scopes) };
 }
 
+/**
+ * What `token list` warns about in a store made before names were checked: names that differ
+ * only by case (or by what NFKC folds), and names holding invisible characters. Such tokens
+ * keep working and keep their names, as the audit log records them; new ones cannot be made.
+ */
+export function tokenNameWarnings(tokens: readonly AdminToken[]): string[] {
+  const warnings: string[] = [];
+  const byKey = new Map<string, AdminToken[]>();
+  for (const token of tokens) byKey.set(tokenNameKey(token.name), [...(byKey.get(tokenNameKey(token.name)) ?? []), token]);
+  for (const alike of byKey.values()) {
+    if (alike.length < 2) continue;
+    warnings.push(`tokens ${alike.map((token) => `"${escapeInvisible(token.name)}" (${token.id})`).join(', ')} have names that differ only by case: they were made before names were compared without case; the audit log tells them apart by the exact name`);
+  }
+  for (const token of tokens) {
+    if (hasInvisibleCharacters(token.name)) warnings.push(`token "${escapeInvisible(token.name)}" (${token.id}) has invisible characters in its name, shown escaped; it was made before they were refused`);
+  }
+  return warnings;
+}
+
 function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }
@@ -216,11 +302,14 @@ export async function bootstrapAdminToken(db: Database, context: OperationContex
   if ((await listAdminTokens(db)).length > 0) return undefined;
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const created = await db.transaction(async (tx) => {
-    if (db.engine === 'postgres') await tx.query('LOCK TABLE admin_tokens IN SHARE ROW EXCLUSIVE MODE');
+    await lockTokenNames(tx, db);
     if ((await tx.query('SELECT 1 FROM admin_tokens WHERE revoked_at IS NULL')).length > 0) return false;
-    const earlier = await tx.query("SELECT count(*) AS n FROM admin_tokens WHERE name = 'bootstrap' OR name LIKE 'bootstrap-%'");
-    const count = Number(earlier[0]?.n ?? 0);
-    await insertToken(tx, { name: count === 0 ? 'bootstrap' : `bootstrap-${count + 1}`, scopes: ['admin'] }, token, context);
+    // The first free name of bootstrap, bootstrap-2, bootstrap-3...: a revoked `BOOTSTRAP`
+    // made by hand takes `bootstrap` too.
+    const taken = await takenNameKeys(tx);
+    let n = 1;
+    while (taken.has(tokenNameKey(n === 1 ? 'bootstrap' : `bootstrap-${n}`))) n += 1;
+    await insertToken(tx, { name: n === 1 ? 'bootstrap' : `bootstrap-${n}`, scopes: ['admin'] }, token, context);
     return true;
   });
   return created ? token : undefined;

@@ -155,6 +155,11 @@ export const ERROR_TABLE = {
     http: 403,
     hint: 'This token\'s scopes do not cover the route; use a token with the scope that docs/http-api.md names for it.',
   },
+  BACKUP_UNENCRYPTED: {
+    exit: EXIT.refused,
+    http: 403,
+    hint: 'Download it with an admin token, or set backup.encryption_key so that new backups are encrypted and a backups token may download them.',
+  },
   WEBHOOK_ADDRESS_REFUSED: {
     exit: EXIT.refused,
     http: 422,

@@ -136,3 +136,29 @@ export function requireNonEmpty(value: string | undefined, what: string, maxLeng
   }
   return trimmed;
 }
+
+/**
+ * Characters that change what text looks like without being seen themselves: bidirectional
+ * controls (U+202E turns `gnp.exe` around), zero-width and other format characters (U+200B,
+ * U+2060, U+FEFF), the other default-ignorable code points (U+034F, Hangul fillers,
+ * variation selectors, tags) and the line and paragraph separators. Two names differing
+ * only by them look the same; one holding them can show as another.
+ */
+const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Bidi_Control}\p{Zl}\p{Zp}]/u;
+const INVISIBLE_ALL = new RegExp(INVISIBLE.source, 'gu');
+
+export function hasInvisibleCharacters(value: string): boolean {
+  return INVISIBLE.test(value);
+}
+
+/**
+ * `value` as it can be shown to a person: every invisible character above written as its
+ * escape (`\u202e`, `\u{e0041}`), so that an identifier compared byte for byte (a hardware
+ * ID, a token name in an audit entry) shows all of its bytes and cannot pass for another.
+ */
+export function escapeInvisible(value: string): string {
+  return value.replace(INVISIBLE_ALL, (char) => {
+    const point = char.codePointAt(0)!;
+    return point > 0xffff ? `\\u{${point.toString(16)}}` : `\\u${point.toString(16).padStart(4, '0')}`;
+  });
+}

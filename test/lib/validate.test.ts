@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { LicenseServerError } from '../../src/lib/errors.js';
 import { generateLicenseKey } from '../../src/lib/licensing/license-key.js';
-import { describe as describeValue, parseTimestamp, parseUuid, requireNonEmpty, toRfc3339Seconds } from '../../src/lib/validate.js';
+import { describe as describeValue, escapeInvisible, hasInvisibleCharacters, parseTimestamp, parseUuid, requireNonEmpty, toRfc3339Seconds } from '../../src/lib/validate.js';
 
 const iso = (value: string, endOfDay = false) => parseTimestamp(value, 'date', { endOfDay }).toISOString();
 
@@ -83,5 +83,16 @@ describe('describing a caller\'s value in an error message', () => {
   it('keeps ordinary short values readable', () => {
     assert.equal(describeValue('seats'), '"seats"');
     assert.throws(() => parseUuid('../..', 'license id'), /license id must be a UUID, got "\.\.\/\.\."/);
+  });
+});
+
+describe('invisible characters (token names, hardware IDs shown to people)', () => {
+  it('finds bidirectional controls, zero-width, format and default-ignorable characters and line separators, and nothing visible', () => {
+    const invisible = ['\u061c', '\u200b', '\u200c', '\u200d', '\u200e', '\u200f', '\u202a', '\u202e', '\u2060', '\u2066', '\u2069', '\ufeff', '\u00ad', '\u034f', '\u115f', '\u3164', '\ufe0f', '\u{e0041}', '\u2028', '\u2029'];
+    for (const char of invisible) assert.equal(hasInvisibleCharacters(`a${char}b`), true, escape(char));
+    for (const text of ['bootstrap', 'ci-deploy_2', 'Café', 'עברית', 'Ｂoot', 'a b', 'x\u00a0y', '😀']) assert.equal(hasInvisibleCharacters(text), false, text);
+    assert.equal(escapeInvisible('HW-\u202eexe.gnp'), 'HW-\\u202eexe.gnp');
+    assert.equal(escapeInvisible('tag\u{e0041}\u200b'), 'tag\\u{e0041}\\u200b');
+    assert.equal(escapeInvisible('plain Café'), 'plain Café');
   });
 });

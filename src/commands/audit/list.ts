@@ -3,7 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { listAudit, type AuditEntry } from '../../lib/audit.js';
-import { parseTimestamp } from '../../lib/validate.js';
+import { escapeInvisible, parseTimestamp } from '../../lib/validate.js';
 
 export default class AuditList extends BaseCommand<typeof AuditList> {
   static override description = 'List audit log entries, newest first.';
@@ -38,10 +38,11 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
       formatTable(entries, [
         { header: 'ID', value: (e) => e.id },
         { header: 'WHEN', value: (e) => e.occurred_at },
-        { header: 'ACTOR', value: (e) => e.actor },
+        { header: 'ACTOR', value: (e) => escapeInvisible(e.actor) },
         { header: 'ACTION', value: (e) => e.action },
         { header: 'ENTITY', value: (e) => (e.entity_id ? `${e.entity_type} ${e.entity_id}` : e.entity_type) },
-        { header: 'DETAILS', value: (e) => (Object.keys(e.details).length ? JSON.stringify(e.details) : '-') },
+        // Hardware IDs and token names are compared byte for byte: every byte of them shows.
+        { header: 'DETAILS', value: (e) => (Object.keys(e.details).length ? escapeInvisible(JSON.stringify(e.details)) : '-') },
       ]),
     );
     return entries;

@@ -7,7 +7,7 @@ import type { BackupRecord } from '../../lib/backup/repository.js';
 
 export default class BackupList extends BaseCommand<typeof BackupList> {
   static override description = `List complete, verified backups, newest first. Reads only their index files: fast, and works while the database is down.
-Warns on standard error (also with --json, whose output stays the list) about what interrupted runs left: unlisted archives, unfinished prunes, work directories of dead processes, and on PostgreSQL scratch databases of dead validates. It changes nothing; the next backup create, prune or validate clears them.`;
+Warns on standard error (also with --json, whose output stays the list) about what interrupted runs left: unlisted archives, unfinished prunes, work directories of dead processes, and on PostgreSQL scratch databases of dead validates. It changes nothing; the next backup create, prune or validate clears them. It also names index or archive files that are not regular files (symbolic links, FIFOs), which are never listed, read or cleared.`;
   static override flags = {
     path: Flags.string({ description: 'Backup directory (default: backup.path).' }),
     ...pagingFlags,

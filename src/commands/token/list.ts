@@ -2,7 +2,8 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { listAdminTokens, type AdminToken } from '../../lib/admin-tokens.js';
+import { listAdminTokens, tokenNameWarnings, type AdminToken } from '../../lib/admin-tokens.js';
+import { escapeInvisible } from '../../lib/validate.js';
 
 export default class TokenList extends BaseCommand<typeof TokenList> {
   static override description = 'List admin API tokens (never the tokens themselves).';
@@ -13,7 +14,7 @@ export default class TokenList extends BaseCommand<typeof TokenList> {
     this.say(
       formatTable(tokens, [
         { header: 'ID', value: (t) => t.id },
-        { header: 'NAME', value: (t) => t.name },
+        { header: 'NAME', value: (t) => escapeInvisible(t.name) },
         { header: 'SCOPES', value: (t) => t.scopes.join(' ') },
         { header: 'PREFIX', value: (t) => `${t.prefix}...` },
         { header: 'EXPIRES', value: (t) => t.expires_at },
@@ -22,6 +23,7 @@ export default class TokenList extends BaseCommand<typeof TokenList> {
         { header: 'REVOKED', value: (t) => t.revoked_at },
       ]),
     );
+    for (const warning of tokenNameWarnings(tokens)) this.warnLine(warning);
     return tokens;
   }
 }

@@ -34,6 +34,22 @@ async function call(method, path, { body, accept } = {}) {
   return response;
 }
 
+/**
+ * Text from clients (hardware IDs, machine names) and token names as they can be shown: the
+ * characters that change how text looks without being seen (bidirectional controls such as
+ * U+202E, zero-width and format characters, default-ignorables, line separators) written as
+ * escapes, so that one hardware ID cannot pass for another. The same set as escapeInvisible
+ * in src/lib/validate.ts.
+ */
+const INVISIBLE = /[\p{Cf}\p{Default_Ignorable_Code_Point}\p{Bidi_Control}\p{Zl}\p{Zp}]/gu;
+function visible(text) {
+  if (text === null || text === undefined) return text;
+  return String(text).replace(INVISIBLE, (char) => {
+    const point = char.codePointAt(0);
+    return point > 0xffff ? `\\u{${point.toString(16)}}` : `\\u${point.toString(16).padStart(4, '0')}`;
+  });
+}
+
 /** A table cell; `value` for a timestamp or size, which must not wrap (admin.css). */
 function cell(row, text, kind) {
   const td = document.createElement('td');
@@ -124,12 +140,7 @@ async function loadBackups() {
     const actions = document.createElement('div');
     actions.className = 'row-actions';
     if (may('backups')) actions.append(
-      button('Download', (event) =>
-        busy(event.currentTarget, `Downloading ${backup.backup_id}…`, async () => {
-          await save(await call('GET', `/api/backups/${encodeURIComponent(backup.backup_id)}/download`), backup.file);
-          return `Downloaded ${backup.file}.`;
-        }),
-      ),
+      downloadButton(backup),
       button('Validate', (event) =>
         busy(event.currentTarget, `Validating ${backup.backup_id}…`, async () => {
           const report = await (await call('POST', `/api/backups/${encodeURIComponent(backup.backup_id)}/validate`)).json();
@@ -146,6 +157,24 @@ async function loadBackups() {
     cell(row, 'No backups yet.').colSpan = 8;
     body.append(row);
   }
+}
+
+/**
+ * An unencrypted archive is the whole database in the clear, so only an admin token may
+ * download it (the server refuses others with BACKUP_UNENCRYPTED); the button says so.
+ */
+function downloadButton(backup) {
+  const download = button(backup.encrypted ? 'Download' : 'Download (admin only)', (event) =>
+    busy(event.currentTarget, `Downloading ${backup.backup_id}…`, async () => {
+      await save(await call('GET', `/api/backups/${encodeURIComponent(backup.backup_id)}/download`), backup.file);
+      return `Downloaded ${backup.file}.`;
+    }),
+  );
+  if (!backup.encrypted) {
+    download.title = 'Not encrypted: this archive holds the private signing key (unless sealed), every license key and every license\'s decryption key in the clear, so only an admin token may download it. Set backup.encryption_key to encrypt backups.';
+    download.disabled = !may('admin');
+  }
+  return download;
 }
 
 function openRestore(id) {
@@ -214,8 +243,8 @@ async function loadMachines(licenses) {
     const row = document.createElement('tr');
     row.dataset.machineId = machine.id;
     cell(row, `${prefixes.get(machine.license_id) ?? machine.license_id}…`);
-    cell(row, machine.hardware_id);
-    cell(row, machine.name);
+    cell(row, visible(machine.hardware_id));
+    cell(row, visible(machine.name));
     cell(row, machine.active ? 'yes' : 'no');
     cell(row, machine.holds_seat ? 'yes' : 'no');
     cell(row, machine.last_seen, 'value');
@@ -225,10 +254,10 @@ async function loadMachines(licenses) {
     if (may('licenses')) {
       const verb = machine.active ? 'deactivate' : 'activate';
       actions.append(button(machine.active ? 'Deactivate' : 'Activate', (event) =>
-        busy(event.currentTarget, `${machine.active ? 'Deactivating' : 'Activating'} ${machine.hardware_id}…`, async () => {
+        busy(event.currentTarget, `${machine.active ? 'Deactivating' : 'Activating'} ${visible(machine.hardware_id)}…`, async () => {
           const change = await (await call('POST', `/api/machines/${encodeURIComponent(machine.id)}/${verb}`, { body: {} })).json();
           await show();
-          return [`Machine ${machine.hardware_id} ${verb}d.`, ...change.warnings].join(' ');
+          return [`Machine ${visible(machine.hardware_id)} ${verb}d.`, ...change.warnings.map(visible)].join(' ');
         }),
       ));
     }
@@ -339,9 +368,9 @@ document.addEventListener('DOMContentLoaded', () => {
       await show();
       const { admin_tokens: tokens, licenses, customers, machines = [], keep } = report.revocations;
       const carried = [
-        tokens.length ? ` Kept revoked: ${tokens.map((t) => `token ${t.name}`).join(', ')}.` : '',
+        tokens.length ? ` Kept revoked: ${tokens.map((t) => `token ${visible(t.name)}`).join(', ')}.` : '',
         licenses.length + customers.length + machines.length
-          ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`), ...machines.map((m) => `machine ${m.hardware_id}`)].join(', ')}.`
+          ? ` ${keep ? 'Kept deactivated' : 'Active again, as in the backup'}: ${[...licenses.map((l) => `license ${l.key_prefix}`), ...customers.map((c) => `customer ${c.name}`), ...machines.map((m) => `machine ${visible(m.hardware_id)}`)].join(', ')}.`
           : '',
       ].join('');
       const engines = { sqlite: 'SQLite', postgres: 'PostgreSQL' };

@@ -10,6 +10,7 @@ import { checkoutLicense } from '../../lib/offline/checkout.js';
 import { ensureSigningKey } from '../../lib/signing-keys/keys.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
 import { asString, expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
+import { licenseAsSeenBy } from '../license-visibility.js';
 import type { Route } from '../router.js';
 
 /** The admin API: the same operations as the command line, behind an admin bearer token. */
@@ -113,17 +114,16 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       path: '/api/licenses',
       access: 'admin',
       scope: 'read',
-      handle: async ({ query }) => {
+      handle: async ({ query, scopes }) => {
         const q = expectQuery(query, ['customer_id', 'active', 'type', 'limit', 'offset']);
-        return {
-          json: await listLicenses(deps.db, {
-            customerId: q.customer_id,
-            active: queryBoolean(q.active, 'active'),
-            type: q.type,
-            limit: queryInteger(q.limit, 'limit'),
-            offset: queryInteger(q.offset, 'offset'),
-          }),
-        };
+        const licenses = await listLicenses(deps.db, {
+          customerId: q.customer_id,
+          active: queryBoolean(q.active, 'active'),
+          type: q.type,
+          limit: queryInteger(q.limit, 'limit'),
+          offset: queryInteger(q.offset, 'offset'),
+        });
+        return { json: licenses.map((license) => licenseAsSeenBy(license, scopes)) };
       },
     },
     {
@@ -158,7 +158,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'read',
       // By id only: a license key in a URL would end up in proxy and access logs.
-      handle: async ({ params }) => ({ json: await getLicenseView(deps.db, parseUuid(params.id!, 'license id'), now()) }),
+      handle: async ({ params, scopes }) => ({ json: licenseAsSeenBy(await getLicenseView(deps.db, parseUuid(params.id!, 'license id'), now()), scopes) }),
     },
     ...(['activate', 'deactivate'] as const).map((verb): Route => ({
       method: 'POST',

@@ -1,5 +1,3 @@
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import type { RouteDependencies } from '../app.js';
 import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
@@ -58,18 +56,32 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       path: '/api/backups/:backup_id/download',
       access: 'admin',
       scope: 'backups',
-      handle: async ({ params, actor }) => {
-        const { resolveBackup } = await import('../../lib/backup/repository.js');
+      handle: async ({ params, actor, scopes }) => {
+        const { openArchive } = await import('../../lib/backup/repository.js');
         const id = knownId(params.backup_id!);
-        const { file, record } = await resolveBackup(directory(), id);
-        const size = (await stat(file)).size;
-        // The archive holds the whole database and the signing key: no copy leaves untraced.
-        await appendAudit(deps.db, context(actor), { action: 'backup.downloaded', entityType: 'backup', entityId: id, details: { file: record!.file, size } });
+        const { handle, size, encrypted, record } = await openArchive(directory(), id);
+        try {
+          // An unencrypted archive is the whole database in the clear: the private signing key
+          // (unless sealed), every license key and every license's decryption key. That is
+          // `admin`'s to take; an encrypted one is useless without backup.encryption_key, which
+          // never leaves this host's configuration.
+          if (!encrypted && !scopes.includes('admin')) {
+            throw new LicenseServerError(
+              'BACKUP_UNENCRYPTED',
+              `backup ${id} is not encrypted, so it holds the private signing key (unless sealed), every license key and every decryption key in the clear; only a token with the scope "admin" may download it`,
+            );
+          }
+          // The archive holds the whole database and the signing key: no copy leaves untraced.
+          await appendAudit(deps.db, context(actor), { action: 'backup.downloaded', entityType: 'backup', entityId: id, details: { file: record.file, size } });
+        } catch (error) {
+          await handle.close();
+          throw error;
+        }
         return {
-          stream: createReadStream(file, { highWaterMark: 256 * 1024 }),
+          stream: handle.createReadStream({ start: 0, highWaterMark: 256 * 1024 }),
           size,
           contentType: 'application/octet-stream',
-          headers: { 'Content-Disposition': `attachment; filename="${record!.file}"` },
+          headers: { 'Content-Disposition': `attachment; filename="${record.file}"` },
         };
       },
     },

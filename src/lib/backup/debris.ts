@@ -21,8 +21,10 @@ import { ownerOfWork, ownerState } from './work-owner.js';
  * - `.validate-*` and `.restore-*` directories and `license_validate_*` scratch databases
  *   whose maker is gone (work-owner.ts);
  * - `.tmp-*` and `*.partial`: removed by the lock holder itself (lock.ts).
+ * Not debris but named with it: an index or archive name that is not a regular file (a
+ * symbolic link, a FIFO), which is never read and never cleared: someone put it there.
  */
-export type DebrisKind = 'unlisted-archive' | 'pruned-archive' | 'unfinished-prune' | 'backup-work' | 'validate-work' | 'restore-work' | 'scratch-database';
+export type DebrisKind = 'unlisted-archive' | 'pruned-archive' | 'unfinished-prune' | 'backup-work' | 'validate-work' | 'restore-work' | 'scratch-database' | 'not-a-regular-file';
 
 export interface DebrisItem {
   readonly kind: DebrisKind;
@@ -57,8 +59,11 @@ const WORK = /^\.(validate|restore)-/;
 /** Finds debris and changes nothing: for `backup list`. */
 export async function findDebris(scope: DebrisScope): Promise<DebrisItem[]> {
   const directory = path.resolve(scope.directory);
-  const { archives, prunedMarks, names } = await unlistedFiles(directory);
+  const { archives, prunedMarks, names, irregular } = await unlistedFiles(directory);
   const items: DebrisItem[] = [];
+  for (const { name, kind } of irregular) {
+    items.push({ kind: 'not-a-regular-file', name, message: `${name} is ${kind}, not a regular file: it is never listed, downloaded, validated or restored; remove it, or put the file itself there` });
+  }
   // A live create, prune or restore is mid-way through what would look like debris.
   const busy = await backupLockHolderAlive(directory);
   for (const name of busy ? [] : archives) {

@@ -1,8 +1,9 @@
-import { open, readdir, readFile, rm } from 'node:fs/promises';
+import { open, readdir, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
 import { asWriteFailure } from '../fs-errors.js';
+import { readSmallRegularFile } from '../files/regular-file.js';
 
 interface Holder {
   readonly pid: number;
@@ -135,7 +136,9 @@ export async function backupLockHolderAlive(directory: string): Promise<boolean>
 
 async function readHolder(file: string): Promise<Holder | undefined> {
   try {
-    return JSON.parse(await readFile(file, 'utf8')) as Holder;
+    // A lock is a line of JSON; a link, a FIFO or a huge file in its place is nobody's lock.
+    const text = await readSmallRegularFile(file, 64 * 1024);
+    return Buffer.isBuffer(text) ? (JSON.parse(text.toString('utf8')) as Holder) : undefined;
   } catch {
     // Unreadable or half-written: its writer died between open and write.
     return undefined;

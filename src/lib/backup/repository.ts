@@ -1,8 +1,10 @@
-import { readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { lstat, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
 import { writeFileDurably } from '../files/durable-write.js';
+import { kindOf, openRegularFile, readSmallRegularFile } from '../files/regular-file.js';
 import type { Engine } from '../storage/types.js';
+import { MAGIC, sniff } from './encryption.js';
 import { BACKUP_ID, type Manifest, type Trigger } from './manifest.js';
 
 /**
@@ -76,14 +78,26 @@ export async function listBackups(directory: string): Promise<BackupRecord[]> {
 /** The index of a backup whose archive is present with the size the index recorded. */
 async function readIndex(directory: string, id: string): Promise<BackupRecord | undefined> {
   const found = await readIndexAndArchive(directory, id);
-  return found && found.archiveSize === found.record.size ? found.record : undefined;
+  return found && 'record' in found && found.archiveSize === found.record.size ? found.record : undefined;
 }
 
-async function readIndexAndArchive(directory: string, id: string): Promise<{ record: BackupRecord; archiveSize: number } | undefined> {
+/** An index is a few hundred bytes; a larger file is not one of ours, and is not read into memory. */
+const INDEX_LIMIT = 64 * 1024;
+
+/**
+ * The index and the size of its archive, when both are regular files: a symbolic link in the
+ * backup directory could point at any file the process can read (the database, a key file),
+ * which would then be listed, and downloaded with a `backups` token.
+ */
+async function readIndexAndArchive(directory: string, id: string): Promise<{ record: BackupRecord; archiveSize: number } | { irregular: string } | undefined> {
   try {
-    const record = JSON.parse(await readFile(path.join(directory, indexName(id)), 'utf8')) as BackupRecord;
+    const index = await readSmallRegularFile(path.join(directory, indexName(id)), INDEX_LIMIT);
+    if (!Buffer.isBuffer(index)) return 'irregular' in index ? { irregular: `${indexName(id)} is ${index.irregular}` } : undefined;
+    const record = JSON.parse(index.toString('utf8')) as BackupRecord;
     if (record.backup_id !== id || record.file !== archiveName(id, record.encrypted)) return undefined;
-    return { record, archiveSize: (await stat(path.join(directory, record.file))).size };
+    const archive = await lstat(path.join(directory, record.file));
+    if (!archive.isFile()) return { irregular: `${record.file} is ${kindOf(archive)}` };
+    return { record, archiveSize: archive.size };
   } catch {
     return undefined;
   }
@@ -97,6 +111,7 @@ export async function resolveBackup(directory: string, reference: string): Promi
   if (BACKUP_ID.test(reference)) {
     const found = await readIndexAndArchive(directory, reference);
     if (!found) throw new LicenseServerError('BACKUP_NOT_FOUND', `no complete backup has the id ${reference}`);
+    if ('irregular' in found) throw irregularBackup(reference, found.irregular);
     const { record, archiveSize } = found;
     if (archiveSize !== record.size) {
       throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: its archive has ${archiveSize} bytes, its index says ${record.size} (truncated or appended to)`);
@@ -111,6 +126,44 @@ export async function resolveBackup(directory: string, reference: string): Promi
     }
   }
   throw new LicenseServerError('BACKUP_NOT_FOUND', `no backup has the id or path ${JSON.stringify(reference.slice(0, 100))}`);
+}
+
+function irregularBackup(id: string, what: string): LicenseServerError {
+  return new LicenseServerError('BACKUP_NOT_FOUND', `backup ${id} is not read: ${what}, not a regular file, and backups are read only from regular files in the backup directory`);
+}
+
+export interface OpenedArchive {
+  readonly record: BackupRecord;
+  /** Open on the archive itself, never through a link; the caller closes it (or hands it to a stream). */
+  readonly handle: FileHandle;
+  readonly size: number;
+  /**
+   * From the file's first bytes, not from its index: what the archive is, whatever its index
+   * or name says, and the same for backups made by any release.
+   */
+  readonly encrypted: boolean;
+}
+
+/** A listed backup's archive opened for sending as it is (a download). */
+export async function openArchive(directory: string, id: string): Promise<OpenedArchive> {
+  const { file, record } = await resolveBackup(directory, id);
+  const opened = await openRegularFile(file).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new LicenseServerError('BACKUP_NOT_FOUND', `no complete backup has the id ${id}`);
+    throw error;
+  });
+  if ('irregular' in opened) throw irregularBackup(id, `${path.basename(file)} is ${opened.irregular}`);
+  const { handle, stats } = opened;
+  try {
+    if (stats.size !== record!.size) {
+      throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: its archive has ${stats.size} bytes, its index says ${record!.size} (truncated or appended to)`);
+    }
+    const first = Buffer.alloc(MAGIC.length);
+    const { bytesRead } = await handle.read(first, 0, first.length, 0);
+    return { record: record!, handle, size: stats.size, encrypted: sniff(first.subarray(0, bytesRead)) === 'encrypted' };
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
 }
 
 /**
@@ -137,23 +190,33 @@ export function prunedMarkName(id: string): string {
   return `${id}.backup.pruned`;
 }
 
-/** What the directory holds besides listed backups, from file names alone (debris.ts judges them). */
-export async function unlistedFiles(directory: string): Promise<{ archives: string[]; prunedMarks: string[]; names: string[] }> {
-  let names: string[];
+/** What the directory holds besides listed backups, from its entries alone (debris.ts judges them). */
+export async function unlistedFiles(directory: string): Promise<{ archives: string[]; prunedMarks: string[]; names: string[]; irregular: Array<{ name: string; kind: string }> }> {
+  let entries;
   try {
-    names = await readdir(directory);
+    entries = await readdir(directory, { withFileTypes: true });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { archives: [], prunedMarks: [], names: [] };
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { archives: [], prunedMarks: [], names: [], irregular: [] };
     throw error;
   }
+  const names = entries.map((entry) => entry.name);
   const present = new Set(names);
   const archives: string[] = [];
   const prunedMarks: string[] = [];
-  for (const name of names) {
+  const irregular: Array<{ name: string; kind: string }> = [];
+  for (const entry of entries) {
+    const { name } = entry;
+    const ours = /^(.+)\.backup\.(?:json|tar\.gz|tar\.gz\.enc|pruned)$/.exec(name);
+    if (!ours || !BACKUP_ID.test(ours[1]!)) continue;
+    // readdir's type is lstat's: a link is a link, whatever it points at.
+    if (!entry.isFile()) {
+      irregular.push({ name, kind: kindOf(entry) });
+      continue;
+    }
     const archive = /^(.+)\.backup\.tar\.gz(\.enc)?$/.exec(name);
-    if (archive && BACKUP_ID.test(archive[1]!) && !present.has(indexName(archive[1]!))) archives.push(name);
+    if (archive && !present.has(indexName(archive[1]!))) archives.push(name);
     const mark = /^(.+)\.backup\.pruned$/.exec(name);
-    if (mark && BACKUP_ID.test(mark[1]!)) prunedMarks.push(mark[1]!);
+    if (mark) prunedMarks.push(mark[1]!);
   }
-  return { archives: archives.sort(), prunedMarks: prunedMarks.sort(), names };
+  return { archives: archives.sort(), prunedMarks: prunedMarks.sort(), names, irregular: irregular.sort((a, b) => (a.name < b.name ? -1 : 1)) };
 }

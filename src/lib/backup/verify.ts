@@ -3,7 +3,6 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { text } from 'node:stream/consumers';
 import { LicenseServerError } from '../errors.js';
 import { digestOf, readArchive, type EntryName, type FileDigest, type Progress } from './archive.js';
 import { parseManifest, type Manifest } from './manifest.js';
@@ -47,10 +46,11 @@ export async function verifyArchive(
   let consumerFailure: { error: unknown } | undefined;
   const seen = new Set<string>();
   const files = new Map<EntryName, string>();
-  const { encrypted, size, sha256 } = await readArchive(file, { ...options, hashFile: options.hashFile === true || options.expected !== undefined }, async (name, content: Readable) => {
+  const { encrypted, size, sha256 } = await readArchive(file, { ...options, hashFile: options.hashFile === true || options.expected !== undefined }, async (name, content: Readable, entrySize) => {
+    checkInMemoryLimit(name, entrySize);
     if (!manifest) {
       if (name !== 'manifest.json') throw new LicenseServerError('BACKUP_INVALID', 'the archive does not start with manifest.json');
-      manifest = parseManifest(await text(content));
+      manifest = parseManifest(await readLimited(content, IN_MEMORY_LIMITS['manifest.json']));
       consumers = await options.onManifest?.(manifest);
       return;
     }
@@ -82,6 +82,33 @@ export async function verifyArchive(
   }
   if (consumerFailure) throw consumerFailure.error;
   return { manifest, encrypted, files, digest: { size, sha256 } };
+}
+
+/**
+ * Entries that a reader takes whole into memory (the manifest to parse it, the configuration
+ * file to merge it on restore), and the most of each it accepts. Their sizes come from the
+ * tar header, before a byte is inflated: a small archive whose manifest inflates to 900 MB is
+ * refused at once instead of filling memory. The database entries are streamed and have none.
+ */
+export const IN_MEMORY_LIMITS = { 'manifest.json': 1024 * 1024, 'config/config.yaml': 4 * 1024 * 1024 } as const satisfies Partial<Record<EntryName, number>>;
+
+function checkInMemoryLimit(name: EntryName, size: number): void {
+  const limit = (IN_MEMORY_LIMITS as Partial<Record<EntryName, number>>)[name];
+  if (limit !== undefined && size > limit) {
+    throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: ${name} has ${size} bytes, more than the ${limit} a reader accepts`);
+  }
+}
+
+/** An entry's text, refused (rather than held) past `limit` bytes whatever its header said. */
+async function readLimited(content: Readable, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of content as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > limit) throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: an entry read into memory is longer than ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, length).toString('utf8');
 }
 
 /** Receives one entry's bytes as they are read and checked. */
