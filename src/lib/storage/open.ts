@@ -1,6 +1,7 @@
 import { LicenseServerError } from '../errors.js';
 import { existsSync } from 'node:fs';
 import type { Database } from './types.js';
+import type { PostgresTimeouts } from './postgres-connection.js';
 import { hasSchema, migrate } from './migrations.js';
 import { useKeyEncryptionKey } from '../signing-keys/kek-registry.js';
 
@@ -12,6 +13,8 @@ export interface OpenOptions {
   /** Bring the schema up to date (default true). */
   readonly migrate?: boolean;
   readonly applicationName?: string;
+  /** PostgreSQL: the database.*_timeout settings (seconds); their defaults when absent. */
+  readonly timeouts?: PostgresTimeouts;
   /**
    * Create the store when there is none: a missing SQLite file (0600, in a 0700 directory),
    * or a PostgreSQL database without the license-server schema. Default true; the CLI passes
@@ -35,7 +38,7 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
   let db: Database;
   if (isPostgresUrl(url)) {
     const { PostgresDatabase } = await import('./postgres.js');
-    db = await PostgresDatabase.open(url, options.applicationName);
+    db = await PostgresDatabase.open(url, { applicationName: options.applicationName, timeouts: options.timeouts });
   } else {
     if (!create && !existsSync(url)) throw notFound(`no license-server database exists at ${url}`, options.origin);
     const { SqliteDatabase } = await import('./sqlite.js');
