@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import type pg from 'pg';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { LicenseServerError } from '../errors.js';
@@ -69,7 +70,7 @@ export class PostgresDaemonLock implements DaemonLock {
   }
 
   private async tryTake(): Promise<{ taken: true } | { taken: false; holder: string }> {
-    const client = newPostgresClient(this.url, DAEMON_APPLICATION_NAME, this.timeouts);
+    const client = newPostgresClient(this.url, processApplicationName(DAEMON_APPLICATION_NAME), this.timeouts);
     try {
       await client.connect();
     } catch (error) {
@@ -145,7 +146,7 @@ export class PostgresDaemonLock implements DaemonLock {
 
 /** For a command-line restore; a server that cannot be reached is reported by the restore itself. */
 export async function lockOutPostgresDaemons(url: string): Promise<() => Promise<void>> {
-  const client = newPostgresClient(url, 'license-server restore');
+  const client = newPostgresClient(url, processApplicationName('license-server restore'));
   try {
     await client.connect();
   } catch {
@@ -164,12 +165,26 @@ export async function lockOutPostgresDaemons(url: string): Promise<() => Promise
   return () => endPostgresClient(client, END_GRACE_MS);
 }
 
+/**
+ * `license-server serve (pid 4242 on app1)`: the application_name of a lock's connection
+ * names the process that holds it, for the DATABASE_IN_USE message (what SQLite keeps in
+ * `<database>.serve`). PostgreSQL keeps 63 bytes of it: a longer host name is cut, marked `..`.
+ */
+export function processApplicationName(role: string, pid: number = process.pid, host: string = hostname()): string {
+  const head = `${role} (pid ${pid} on `;
+  const whole = `${head}${host})`;
+  return whole.length <= APPLICATION_NAME_MAX ? whole : `${head}${host.slice(0, APPLICATION_NAME_MAX - head.length - 3)}..)`;
+}
+
+const APPLICATION_NAME_MAX = 63;
+const PROCESS_NAME = /^(.*) \(pid (\d+) on (.+)\)$/;
+
 /** Who else holds the daemon lock in `mode`: their backend pids and client addresses. */
 async function holders(client: pg.Client, mode: 'ShareLock' | 'ExclusiveLock', deadline: number): Promise<string | undefined> {
   const { rows } = await ask<{ pid: number; addr: string | null; app: string }>(
     client,
     deadline,
-    `SELECT a.pid, a.client_addr::text AS addr, a.application_name AS app
+    `SELECT a.pid, host(a.client_addr) AS addr, a.application_name AS app
        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND l.mode = $2 AND l.pid <> pg_backend_pid()
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -178,7 +193,12 @@ async function holders(client: pg.Client, mode: 'ShareLock' | 'ExclusiveLock', d
     [PG_DAEMON_LOCK, mode],
   ).catch(() => ({ rows: [] }));
   if (rows.length === 0) return undefined;
-  const named = rows.map((row) => `${row.app || 'a session'} from ${row.addr ?? 'a local socket'}, server pid ${row.pid}`);
+  const named = rows.map((row) => {
+    const from = `connected from ${row.addr ?? 'a local socket'} as server pid ${row.pid}`;
+    const owner = PROCESS_NAME.exec(row.app ?? '');
+    // A holder of an older release, or a session of someone else's, is named by what it said.
+    return owner ? `${owner[1]}: process ${owner[2]} on ${owner[3]}, ${from}` : `${row.app || 'a session'}, ${from}`;
+  });
   return `${rows.length} holder(s): ${named.join('; ')}`;
 }
 
