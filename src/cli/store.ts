@@ -12,5 +12,6 @@ export async function openExistingStore(config: ResolvedConfig): Promise<Databas
     create: false,
     origin: describeDatabaseOrigin(config),
     keyEncryptionKey: config.settings.signing.keyEncryptionKey,
+    timeouts: config.settings.database,
   });
 }

@@ -19,6 +19,7 @@ A new store: the data directory (0700) and the SQLite database (0600), or the sc
     const [{ initStore }, { describeDatabaseOrigin }] = await Promise.all([import('../lib/init-store.js'), import('../lib/config/resolve.js')]);
     const report = await initStore(config.settings.database.url, this.operationContext(), {
       keyEncryptionKey: config.settings.signing.keyEncryptionKey,
+      timeouts: config.settings.database,
     });
     const fresh = report.created.includes('schema');
     const done = fresh ? 'created a new store' : report.created.length > 0 || report.migrated ? 'completed the existing store' : 'the store exists; nothing changed';

@@ -66,13 +66,14 @@ On first start it creates the signing key and, when no admin token exists, a boo
     // swap would be the replaced one, and a PostgreSQL schema must not be migrated under it.
     const daemonLock = await holdDaemonLock(settings.database.url, {
       waitSeconds: settings.server.restoreWait,
+      timeouts: settings.database,
       onWaiting: (holder) => log({ level: 'warn', msg: 'a restore of the database is running; waiting for it to finish before serving', holder, wait_s: settings.server.restoreWait }),
       onLost: (reason) => fence.lost(reason),
       onRegained: () => fence.regained(),
     });
     let db: Awaited<ReturnType<typeof openDatabase>>;
     try {
-      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: settings.signing.keyEncryptionKey });
+      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: settings.signing.keyEncryptionKey, timeouts: settings.database });
     } catch (error) {
       await daemonLock.release();
       throw error;
@@ -90,6 +91,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
         (current) => openDatabase(current.settings.database.url, {
           applicationName: DAEMON_APPLICATION_NAME,
           keyEncryptionKey: current.settings.signing.keyEncryptionKey,
+          timeouts: current.settings.database,
         }),
         () => this.resolveConfig(),
       );

@@ -6,6 +6,7 @@ import { ensureSigningKey } from './signing-keys/keys.js';
 import { hasSchema, migrate } from './storage/migrations.js';
 import { isPostgresUrl, openDatabase } from './storage/open.js';
 import type { Engine } from './storage/types.js';
+import type { PostgresTimeouts } from './storage/postgres-connection.js';
 
 /** What `license-server init` found and did. */
 export interface InitReport {
@@ -27,13 +28,13 @@ export interface InitReport {
  * 0700 directory) or, on PostgreSQL, the schema in the existing database; the migrations;
  * the signing key. Run again, it finds everything there and changes nothing.
  */
-export async function initStore(url: string, context: OperationContext, options: { keyEncryptionKey?: Uint8Array } = {}): Promise<InitReport> {
+export async function initStore(url: string, context: OperationContext, options: { keyEncryptionKey?: Uint8Array; timeouts?: PostgresTimeouts } = {}): Promise<InitReport> {
   const created: Array<InitReport['created'][number]> = [];
   if (!isPostgresUrl(url)) {
     if (!existsSync(path.dirname(url))) created.push('data_dir');
     if (!existsSync(url)) created.push('database');
   }
-  const db = await openDatabase(url, { migrate: false, keyEncryptionKey: options.keyEncryptionKey });
+  const db = await openDatabase(url, { migrate: false, keyEncryptionKey: options.keyEncryptionKey, timeouts: options.timeouts });
   try {
     const hadSchema = await hasSchema(db);
     const { from, to } = await migrate(db);

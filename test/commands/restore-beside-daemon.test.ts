@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { ok, runCli } from '../support/cli.js';
@@ -103,7 +103,8 @@ forEachEngine('a restore beside a daemon', (fixture) => {
       for (const result of [idle, await busy.exited]) {
         assert.equal(result.code, 5, `exit ${result.code}: ${result.stderr}`);
         assert.match(result.stderr, /DATABASE_IN_USE/);
-        assert.match(result.stderr, fixture.engine === 'postgres' ? /license-server serve from 127\.0\.0\.1/ : new RegExp(`process ${serve.child.pid}`));
+        // The daemon's own process, as on SQLite, not the PostgreSQL backend serving its lock (issue 23, item 14).
+        assert.match(result.stderr, fixture.engine === 'postgres' ? daemonNamed(serve.child.pid!) : new RegExp(`process ${serve.child.pid}`));
       }
     } finally {
       await serve.stop();
@@ -122,7 +123,7 @@ forEachEngine('a restore beside a daemon', (fixture) => {
       const refused = await api(first.url, 'POST', `/api/backups/${id}/restore`, { token: TOKEN, body: { confirm: id } });
       assert.equal(refused.status, 409, refused.text);
       assert.equal(refused.body.error.code, 'DATABASE_IN_USE');
-      assert.match(refused.body.error.message, fixture.engine === 'postgres' ? /license-server serve from 127\.0\.0\.1/ : new RegExp(`process ${second.child.pid}`));
+      assert.match(refused.body.error.message, fixture.engine === 'postgres' ? daemonNamed(second.child.pid!) : new RegExp(`process ${second.child.pid}`));
       // Both still serve, and the first holds its share again: a command-line restore still sees both.
       for (const serve of [first, second]) assert.equal((await api(serve.url, 'POST', '/api/customers', { token: TOKEN, body: { name: 'after' } })).status, 201);
       await second.stop();
@@ -140,6 +141,11 @@ forEachEngine('a restore beside a daemon', (fixture) => {
   if (fixture.engine === 'postgres') postgresLockLoss(store);
 });
 
+/** How DATABASE_IN_USE names a PostgreSQL daemon: its pid and host, then the connection that holds its lock. */
+function daemonNamed(pid: number): RegExp {
+  return new RegExp(`license-server serve: process ${pid} on ${hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, connected from 127\\.0\\.0\\.1 as server pid \\d+`);
+}
+
 // As in src/lib/backup/daemon-lock-postgres.ts.
 const PG_DAEMON_LOCK = 0x4c53_5356;
 
@@ -156,7 +162,7 @@ function postgresLockLoss(store: () => Promise<{ env: Record<string, string>; ur
       let taken = false;
       for (let attempt = 0; attempt < 5 && !taken; attempt += 1) {
         const { rows } = await restore.query<{ pid: number }>(
-          "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid::bigint = $1 AND mode = 'ShareLock' AND granted",
+          "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid::bigint = $1 AND mode = 'ShareLock' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
           [PG_DAEMON_LOCK],
         );
         assert.equal(rows.length, 1, 'the daemon holds its lock on a connection of its own');

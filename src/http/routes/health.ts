@@ -3,6 +3,13 @@ import { LicenseServerError } from '../../lib/errors.js';
 import { findSigningKey } from '../../lib/signing-keys/keys.js';
 import type { Route } from '../router.js';
 
+/**
+ * /readyz answers within this, whatever the database does: a probe that waits for a
+ * database that stopped answering is itself counted as failed (and a supervisor's probe
+ * usually gives up after a second), and one that is not answered says nothing of why.
+ */
+const READY_WITHIN_MS = 800;
+
 export function healthRoutes(deps: RouteDependencies): Route[] {
   return [
     { method: 'GET', path: '/healthz', access: 'public', handle: async () => ({ json: { status: 'ok' } }) },
@@ -12,10 +19,20 @@ export function healthRoutes(deps: RouteDependencies): Route[] {
       access: 'public',
       // Ready = the database answers and holds the signing key: everything a request needs.
       handle: async () => {
-        const key = await findSigningKey(deps.db);
+        const key = await answeredWithin(findSigningKey(deps.db), READY_WITHIN_MS);
         if (!key) throw new LicenseServerError('DATABASE_UNAVAILABLE', 'the signing key is not loaded');
         return { json: { status: 'ready' } };
       },
     },
   ];
+}
+
+/** `work`, or DATABASE_UNAVAILABLE once `ms` have passed (the statement goes on, bounded by the database timeouts). */
+function answeredWithin<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new LicenseServerError('DATABASE_UNAVAILABLE', `the database did not answer within ${ms} ms`)), ms);
+  });
+  work.catch(() => undefined);
+  return Promise.race([work, late]).finally(() => clearTimeout(timer));
 }

@@ -1,7 +1,9 @@
-import pg from 'pg';
+import { hostname } from 'node:os';
+import type pg from 'pg';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { LicenseServerError } from '../errors.js';
 import { postgresUnavailable } from '../storage/postgres.js';
+import { DEFAULT_POSTGRES_TIMEOUTS, dropPostgresClient, endPostgresClient, newPostgresClient, withDeadline } from '../storage/postgres-connection.js';
 import { DAEMON_APPLICATION_NAME, databaseInUse, sleep, waitFor, type DaemonLock, type DaemonLockOptions } from './daemon-lock.js';
 
 // Arbitrary but fixed, and different from the backup and migration locks.
@@ -9,6 +11,17 @@ const PG_DAEMON_LOCK = 0x4c53_5356;
 
 /** Between two attempts to take the lock again after its connection was lost. */
 const RETAKE_MS = 1000;
+
+/**
+ * Between two checks that the lock's connection still answers. A server that stops
+ * answering without closing the connection (a proxy or a network that keeps TCP up and
+ * forwards nothing) is noticed by nothing else: TCP keepalive is answered by whatever holds
+ * the connection open, and the lock's connection sends nothing of its own.
+ */
+const CHECK_MS = 5000;
+
+/** Waiting for a goodbye that a stalled server never sends. */
+const END_GRACE_MS = 1000;
 
 /**
  * A session advisory lock on a connection of its own: every daemon holds it shared, a
@@ -20,11 +33,14 @@ const RETAKE_MS = 1000;
 export class PostgresDaemonLock implements DaemonLock {
   private client: pg.Client | undefined;
   private released = false;
+  private readonly timeouts;
 
   private constructor(
     private readonly url: string,
     private readonly options: DaemonLockOptions,
-  ) {}
+  ) {
+    this.timeouts = options.timeouts ?? DEFAULT_POSTGRES_TIMEOUTS;
+  }
 
   static async take(url: string, options: DaemonLockOptions): Promise<PostgresDaemonLock> {
     const lock = new PostgresDaemonLock(url, options);
@@ -36,10 +52,13 @@ export class PostgresDaemonLock implements DaemonLock {
     const client = this.client;
     if (!client) throw new LicenseServerError('DATABASE_UNAVAILABLE', 'this daemon lost its lock on the database and has not taken it again yet');
     // A session's own shared hold does not conflict with its exclusive request: only other sessions' do.
-    const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PG_DAEMON_LOCK]);
-    if (!rows[0]?.locked) throw databaseInUse(await holders(client, 'ShareLock'));
+    const deadline = this.deadline();
+    const { rows } = await ask<{ locked: boolean }>(client, deadline, 'SELECT pg_try_advisory_lock($1) AS locked', [PG_DAEMON_LOCK]).catch((error: unknown) => {
+      throw postgresUnavailable(redactDatabaseUrl(this.url), error, this.timeouts);
+    });
+    if (!rows[0]?.locked) throw databaseInUse(await holders(client, 'ShareLock', deadline));
     return async () => {
-      await client.query('SELECT pg_advisory_unlock($1)', [PG_DAEMON_LOCK]).catch(() => undefined);
+      await ask(client, deadline, 'SELECT pg_advisory_unlock($1)', [PG_DAEMON_LOCK]).catch(() => undefined);
     };
   }
 
@@ -47,32 +66,56 @@ export class PostgresDaemonLock implements DaemonLock {
     this.released = true;
     const client = this.client;
     this.client = undefined;
-    await client?.end().catch(() => undefined);
+    if (client) await endPostgresClient(client, END_GRACE_MS);
   }
 
   private async tryTake(): Promise<{ taken: true } | { taken: false; holder: string }> {
-    const client = new pg.Client({ connectionString: this.url, application_name: DAEMON_APPLICATION_NAME, keepAlive: true, connectionTimeoutMillis: 5000 });
-    client.on('error', () => undefined);
+    const client = newPostgresClient(this.url, processApplicationName(DAEMON_APPLICATION_NAME), this.timeouts);
     try {
       await client.connect();
     } catch (error) {
-      throw postgresUnavailable(redactDatabaseUrl(this.url), error);
+      throw postgresUnavailable(redactDatabaseUrl(this.url), error, this.timeouts);
     }
     let locked: boolean;
     try {
-      locked = (await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock_shared($1) AS locked', [PG_DAEMON_LOCK])).rows[0]?.locked === true;
+      locked = (await ask<{ locked: boolean }>(client, this.deadline(), 'SELECT pg_try_advisory_lock_shared($1) AS locked', [PG_DAEMON_LOCK])).rows[0]?.locked === true;
     } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
+      await endPostgresClient(client, END_GRACE_MS);
+      throw postgresUnavailable(redactDatabaseUrl(this.url), error, this.timeouts);
     }
     if (!locked) {
-      const holder = (await holders(client, 'ExclusiveLock')) ?? 'a restore';
-      await client.end().catch(() => undefined);
+      const holder = (await holders(client, 'ExclusiveLock', this.deadline())) ?? 'a restore';
+      await endPostgresClient(client, END_GRACE_MS);
       return { taken: false, holder };
     }
     this.client = client;
     client.once('end', () => this.lost(client));
+    this.watch(client);
     return { taken: true };
+  }
+
+  /**
+   * Every CHECK_MS, a statement that must be answered within the query timeout; a
+   * connection that does not answer is dropped, and the lock counts as lost (onLost): this
+   * session may still hold it on the server, or may not, and the daemon cannot tell.
+   */
+  private watch(client: pg.Client): void {
+    let checking = false;
+    const timer = setInterval(() => {
+      if (checking) return;
+      checking = true;
+      // A statement that fails otherwise has lost the connection already: its 'end' follows.
+      void ask(client, this.deadline(), 'SELECT 1')
+        .catch(() => undefined)
+        .finally(() => (checking = false));
+    }, CHECK_MS);
+    timer.unref();
+    client.once('end', () => clearInterval(timer));
+  }
+
+  /** Milliseconds a statement on the lock's connection may take: the query timeout, or its default where there is none. */
+  private deadline(): number {
+    return (this.timeouts.queryTimeout || DEFAULT_POSTGRES_TIMEOUTS.queryTimeout) * 1000;
   }
 
   private lost(client: pg.Client): void {
@@ -103,28 +146,45 @@ export class PostgresDaemonLock implements DaemonLock {
 
 /** For a command-line restore; a server that cannot be reached is reported by the restore itself. */
 export async function lockOutPostgresDaemons(url: string): Promise<() => Promise<void>> {
-  const client = new pg.Client({ connectionString: url, application_name: 'license-server restore' });
-  client.on('error', () => undefined);
+  const client = newPostgresClient(url, processApplicationName('license-server restore'));
   try {
     await client.connect();
   } catch {
     return async () => undefined;
   }
-  const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PG_DAEMON_LOCK]);
+  const deadline = DEFAULT_POSTGRES_TIMEOUTS.queryTimeout * 1000;
+  const { rows } = await ask<{ locked: boolean }>(client, deadline, 'SELECT pg_try_advisory_lock($1) AS locked', [PG_DAEMON_LOCK]).catch(async (error: unknown) => {
+    await endPostgresClient(client, END_GRACE_MS);
+    throw postgresUnavailable(redactDatabaseUrl(url), error);
+  });
   if (!rows[0]?.locked) {
-    const error = databaseInUse(await holders(client, 'ShareLock'));
-    await client.end().catch(() => undefined);
+    const error = databaseInUse(await holders(client, 'ShareLock', deadline));
+    await endPostgresClient(client, END_GRACE_MS);
     throw error;
   }
-  return async () => {
-    await client.end().catch(() => undefined);
-  };
+  return () => endPostgresClient(client, END_GRACE_MS);
 }
 
+/**
+ * `license-server serve (pid 4242 on app1)`: the application_name of a lock's connection
+ * names the process that holds it, for the DATABASE_IN_USE message (what SQLite keeps in
+ * `<database>.serve`). PostgreSQL keeps 63 bytes of it: a longer host name is cut, marked `..`.
+ */
+export function processApplicationName(role: string, pid: number = process.pid, host: string = hostname()): string {
+  const head = `${role} (pid ${pid} on `;
+  const whole = `${head}${host})`;
+  return whole.length <= APPLICATION_NAME_MAX ? whole : `${head}${host.slice(0, APPLICATION_NAME_MAX - head.length - 3)}..)`;
+}
+
+const APPLICATION_NAME_MAX = 63;
+const PROCESS_NAME = /^(.*) \(pid (\d+) on (.+)\)$/;
+
 /** Who else holds the daemon lock in `mode`: their backend pids and client addresses. */
-async function holders(client: pg.Client, mode: 'ShareLock' | 'ExclusiveLock'): Promise<string | undefined> {
-  const { rows } = await client.query<{ pid: number; addr: string | null; app: string }>(
-    `SELECT a.pid, a.client_addr::text AS addr, a.application_name AS app
+async function holders(client: pg.Client, mode: 'ShareLock' | 'ExclusiveLock', deadline: number): Promise<string | undefined> {
+  const { rows } = await ask<{ pid: number; addr: string | null; app: string }>(
+    client,
+    deadline,
+    `SELECT a.pid, host(a.client_addr) AS addr, a.application_name AS app
        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
       WHERE l.locktype = 'advisory' AND l.granted AND l.mode = $2 AND l.pid <> pg_backend_pid()
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -133,6 +193,19 @@ async function holders(client: pg.Client, mode: 'ShareLock' | 'ExclusiveLock'): 
     [PG_DAEMON_LOCK, mode],
   ).catch(() => ({ rows: [] }));
   if (rows.length === 0) return undefined;
-  const named = rows.map((row) => `${row.app || 'a session'} from ${row.addr ?? 'a local socket'}, server pid ${row.pid}`);
+  const named = rows.map((row) => {
+    const from = `connected from ${row.addr ?? 'a local socket'} as server pid ${row.pid}`;
+    const owner = PROCESS_NAME.exec(row.app ?? '');
+    // A holder of an older release, or a session of someone else's, is named by what it said.
+    return owner ? `${owner[1]}: process ${owner[2]} on ${owner[3]}, ${from}` : `${row.app || 'a session'}, ${from}`;
+  });
   return `${rows.length} holder(s): ${named.join('; ')}`;
+}
+
+/** A statement on a lock's connection, answered within `ms`, or the connection is dropped (its 'end' follows). */
+function ask<R extends pg.QueryResultRow>(client: pg.Client, ms: number, sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
+  return withDeadline(client.query<R>(sql, params), ms, () => {
+    dropPostgresClient(client);
+    return new Error(`no answer within ${ms / 1000} s`);
+  });
 }

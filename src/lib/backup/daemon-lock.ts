@@ -1,5 +1,6 @@
 import { LicenseServerError } from '../errors.js';
 import { isPostgresUrl } from '../storage/open.js';
+import type { PostgresTimeouts } from '../storage/postgres-connection.js';
 
 /** The application_name of every `serve` connection, so that an operator sees them in pg_stat_activity. */
 export const DAEMON_APPLICATION_NAME = 'license-server serve';
@@ -29,6 +30,8 @@ export interface DaemonLockOptions {
   readonly onLost?: (reason: string) => void;
   /** Held again after onLost: the data may have been restored meanwhile. */
   readonly onRegained?: () => void;
+  /** PostgreSQL: the database.*_timeout settings, for the lock's own connection. */
+  readonly timeouts?: PostgresTimeouts;
 }
 
 /** Takes the shared daemon lock, waiting up to `waitSeconds` for a running restore. */

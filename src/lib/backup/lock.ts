@@ -47,23 +47,28 @@ const PG_BACKUP_LOCK = 0x4c53_424b;
  * backing up or restoring it at the same time.
  */
 async function acquireAdvisoryLock(databaseUrl: string, operation: string): Promise<() => Promise<void>> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: `license-server ${operation}` });
-  client.on('error', () => undefined);
+  const { DEFAULT_POSTGRES_TIMEOUTS, endPostgresClient, newPostgresClient, withDeadline } = await import('../storage/postgres-connection.js');
+  const client = newPostgresClient(databaseUrl, `license-server ${operation}`);
+  const end = () => endPostgresClient(client, 1000);
   try {
     await client.connect();
   } catch {
     // No database to coordinate through (a restore onto a server that is down fails later, clearly).
     return async () => undefined;
   }
-  const { rows } = await client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PG_BACKUP_LOCK]);
-  if (!rows[0]?.locked) {
-    await client.end().catch(() => undefined);
+  const ms = DEFAULT_POSTGRES_TIMEOUTS.queryTimeout * 1000;
+  let locked: boolean;
+  try {
+    locked = (await withDeadline(client.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [PG_BACKUP_LOCK]), ms, () => new Error(`no answer within ${ms / 1000} s`))).rows[0]?.locked === true;
+  } catch (error) {
+    await end();
+    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot take the backup lock on the PostgreSQL database: ${(error as Error).message}`);
+  }
+  if (!locked) {
+    await end();
     throw new LicenseServerError('BACKUP_IN_PROGRESS', 'another host is backing up or restoring this PostgreSQL database right now');
   }
-  return async () => {
-    await client.end().catch(() => undefined);
-  };
+  return end;
 }
 
 /**

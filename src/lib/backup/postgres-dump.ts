@@ -1,7 +1,8 @@
 import path from 'node:path';
-import pg from 'pg';
+import type pg from 'pg';
 import { LicenseServerError } from '../errors.js';
 import { TABLES } from '../storage/migrations.js';
+import { newPostgresClient } from '../storage/postgres-connection.js';
 import { readDumpSchema, quoteIdent } from './postgres-schema.js';
 import { CompressedSpool } from './compressed-spool.js';
 import { COPY_OUT_BLOCK, CopyOut } from './copy-out.js';
@@ -84,15 +85,17 @@ async function beginSnapshot(client: pg.Client): Promise<{ schemaVersion: number
 }
 
 async function connect(url: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, application_name: 'license-server backup' });
+  const client = newPostgresClient(url, 'license-server backup');
   try {
     await client.connect();
   } catch (error) {
-    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot connect to PostgreSQL for the backup: ${(error as { code?: string }).code ?? 'error'}`);
+    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot connect to PostgreSQL for the backup: ${(error as { code?: string }).code ?? (error as Error).message}`);
   }
   // The row text depends on these, and a reader of the dump (a converter to SQLite, say) is
-  // promised one form: timestamptz as `2026-11-23 10:15:00.123+00`, floats exact.
-  await client.query("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET extra_float_digits = 3; SET bytea_output = 'hex'");
+  // promised one form: timestamptz as `2026-11-23 10:15:00.123+00`, floats exact. A dump's
+  // COPY of a large table takes as long as it takes: no statement timeout, whatever the
+  // role or database sets (docs/configuration.md, "PostgreSQL timeouts").
+  await client.query("SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET extra_float_digits = 3; SET bytea_output = 'hex'; SET statement_timeout = 0");
   return client;
 }
 

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { LicenseServerError } from '../errors.js';
 import { TABLES } from '../storage/migrations.js';
+import { newPostgresClient } from '../storage/postgres-connection.js';
 import { toNumberedPlaceholders } from '../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import { loadDump } from './postgres-load.js';
@@ -161,13 +162,16 @@ async function executeDump(client: pg.Client, dumpFile: string): Promise<void> {
 
 /** A connection of its own; a database that does not exist is named with the command that makes it. */
 export async function connect(url: string, applicationName: string): Promise<pg.Client> {
-  const client = new pg.Client({ connectionString: url, application_name: applicationName, connectionTimeoutMillis: 5000 });
+  const client = newPostgresClient(url, applicationName);
   try {
     await client.connect();
+    // A restore's load and index builds, and a validation's, take as long as they take,
+    // whatever the role or database sets (docs/configuration.md, "PostgreSQL timeouts").
+    await client.query('SET statement_timeout = 0');
   } catch (error) {
     await client.end().catch(() => undefined);
     if ((error as { code?: string }).code === '3D000') throw missingDatabase(url);
-    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot connect to PostgreSQL: ${(error as { code?: string }).code ?? 'error'}`);
+    throw new LicenseServerError('DATABASE_UNAVAILABLE', `cannot connect to PostgreSQL: ${(error as { code?: string }).code ?? (error as Error).message}`);
   }
   return client;
 }

@@ -187,7 +187,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     }
     const moved = converted ? { from: manifest.engine, to: target, rows: converted.rows } : null;
     const revocations = carry.result;
-    const db = await openDatabase(settings.database.url, { keyEncryptionKey: settings.signing.keyEncryptionKey });
+    const db = await openDatabase(settings.database.url, { keyEncryptionKey: settings.signing.keyEncryptionKey, timeouts: settings.database });
     let migratedTo: number;
     let signingKeyWarning: string | null = null;
     try {
@@ -259,7 +259,7 @@ async function preRestoreBackup(options: RestoreOptions, directory: string): Pro
       return undefined; // a fresh host: nothing to keep
     }
   }
-  const db = await openDatabase(url, { migrate: false });
+  const db = await openDatabase(url, { migrate: false, timeouts: options.config.settings.database });
   try {
     const tables = await db.query("SELECT 1 FROM schema_migrations LIMIT 1").catch(() => undefined);
     if (!tables) return undefined;

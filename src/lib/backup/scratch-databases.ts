@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
+import { endPostgresClient, newPostgresClient } from '../storage/postgres-connection.js';
 import { hostTag, ownerState } from './work-owner.js';
 
 /**
@@ -80,14 +81,13 @@ export async function dropDeadScratchDatabases(url: string): Promise<string[]> {
 }
 
 async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T | undefined> {
-  const client = new pg.Client({ connectionString: url, application_name: 'license-server debris check', connectionTimeoutMillis: 3000 });
-  client.on('error', () => undefined);
+  const client = newPostgresClient(url, 'license-server debris check', { connectTimeout: 3 });
   try {
     await client.connect();
     return await work(client);
   } catch {
     return undefined;
   } finally {
-    await client.end().catch(() => undefined);
+    await endPostgresClient(client, 1000);
   }
 }

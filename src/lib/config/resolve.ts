@@ -9,7 +9,13 @@ import { describeFsError } from '../fs-errors.js';
 
 export interface Settings {
   readonly dataDir: string;
-  readonly database: { readonly url: string };
+  readonly database: {
+    readonly url: string;
+    /** PostgreSQL, in seconds (0: no limit): storage/postgres-connection.ts. */
+    readonly connectTimeout: number;
+    readonly statementTimeout: number;
+    readonly queryTimeout: number;
+  };
   readonly server: {
     readonly host: string;
     readonly port: number;
@@ -105,7 +111,12 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
   const get = <T extends SettingValue | undefined>(key: string): T => values.get(key)?.value as T;
   const settings: Settings = {
     dataDir: get('data_dir'),
-    database: { url: get('database.url') },
+    database: {
+      url: get('database.url'),
+      connectTimeout: get('database.connect_timeout'),
+      statementTimeout: get('database.statement_timeout'),
+      queryTimeout: get('database.query_timeout'),
+    },
     server: {
       host: get('server.host'),
       port: get('server.port'),

@@ -302,7 +302,7 @@ export async function migrate(db: Database, target: number = SCHEMA_VERSION): Pr
       ]);
     }
     return { from, to: Math.max(from, Math.min(target, SCHEMA_VERSION)) };
-  });
+  }, { unbounded: true });
 }
 
 /** Whether license-server's schema is there at all (a store, as opposed to an empty database). */

@@ -2,6 +2,7 @@ import { LicenseServerError } from '../errors.js';
 import { existsSync } from 'node:fs';
 import type { Database } from './types.js';
 import { storeAccessDenied } from './file-access.js';
+import type { PostgresTimeouts } from './postgres-connection.js';
 import { hasSchema, migrate } from './migrations.js';
 import { useKeyEncryptionKey } from '../signing-keys/kek-registry.js';
 
@@ -13,6 +14,8 @@ export interface OpenOptions {
   /** Bring the schema up to date (default true). */
   readonly migrate?: boolean;
   readonly applicationName?: string;
+  /** PostgreSQL: the database.*_timeout settings (seconds); their defaults when absent. */
+  readonly timeouts?: PostgresTimeouts;
   /**
    * Create the store when there is none: a missing SQLite file (0600, in a 0700 directory),
    * or a PostgreSQL database without the license-server schema. Default true; the CLI passes
@@ -36,7 +39,7 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
   let db: Database;
   if (isPostgresUrl(url)) {
     const { PostgresDatabase } = await import('./postgres.js');
-    db = await PostgresDatabase.open(url, options.applicationName);
+    db = await PostgresDatabase.open(url, { applicationName: options.applicationName, timeouts: options.timeouts });
   } else {
     // A file that another user's directory hides is not missing: say whose it is.
     if (!create && !existsSync(url)) throw storeAccessDenied(url, { create: false, what: 'the SQLite database' }) ?? notFound(`no license-server database exists at ${url}`, options.origin);

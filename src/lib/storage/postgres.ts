@@ -2,9 +2,8 @@ import pg from 'pg';
 import { LicenseServerError } from '../errors.js';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { toNumberedPlaceholders } from './placeholders.js';
-import type { Database, Queryable, Row, SqlValue } from './types.js';
-
-const CONNECT_TIMEOUT_MS = 5000;
+import { DEFAULT_POSTGRES_TIMEOUTS, endPostgresPool, newPostgresPool, withDeadline, type PostgresTimeouts } from './postgres-connection.js';
+import type { Database, Queryable, Row, SqlValue, TransactionOptions } from './types.js';
 
 // int8 (COUNT, BIGINT columns, identity ids) as a number rather than pg's default string.
 // Local to our pool so that an application embedding this module keeps its own parsers.
@@ -13,90 +12,117 @@ const types = {
     oid === 20 && format !== 'binary' ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
-/** Error codes that mean the server is gone or refuses us, as opposed to a bad statement. */
+/**
+ * Error codes that mean the server is gone, refuses us or gave up on the statement, as
+ * opposed to a bad statement: class 08 (connection exception), 57P0x and 25P03 (the server
+ * shutting down, or the session ended by an administrator or a timeout), 57014 (the
+ * statement cancelled: database.statement_timeout), 53300 (too many connections).
+ */
 const CONNECTION_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
-  '57P01', '57P02', '57P03', '3D000', '28P01', '28000', '53300', '08001', '08006',
+  'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
+  '57P01', '57P02', '57P03', '57P05', '57014', '25P03', '3D000', '28P01', '28000', '53300',
 ]);
+const CONNECTION_CLASSES = ['08'];
+
+export interface PostgresOpenOptions {
+  readonly applicationName?: string;
+  readonly timeouts?: PostgresTimeouts;
+}
 
 export class PostgresDatabase implements Database {
   readonly engine = 'postgres' as const;
   readonly location: string;
-  private readonly pool: pg.Pool;
+  private closed: Promise<void> | undefined;
 
-  private constructor(url: string, pool: pg.Pool) {
+  private constructor(
+    url: string,
+    private readonly pool: pg.Pool,
+    private readonly timeouts: PostgresTimeouts,
+  ) {
     this.location = redactDatabaseUrl(url);
-    this.pool = pool;
   }
 
   /** Connects, and fails at once with DATABASE_UNAVAILABLE when the server cannot be used. */
-  static async open(url: string, applicationName = 'license-server'): Promise<PostgresDatabase> {
-    const pool = new pg.Pool({
-      connectionString: url,
-      max: 10,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      idleTimeoutMillis: 10_000,
-      application_name: applicationName,
-      types,
-    });
-    // An idle client that loses its connection emits here; without a listener the process dies.
-    pool.on('error', () => undefined);
-    const database = new PostgresDatabase(url, pool);
+  static async open(url: string, options: PostgresOpenOptions = {}): Promise<PostgresDatabase> {
+    const timeouts = options.timeouts ?? DEFAULT_POSTGRES_TIMEOUTS;
+    const pool = newPostgresPool(url, options.applicationName ?? 'license-server', timeouts, { max: 10, idleTimeoutMillis: 10_000, types });
+    const database = new PostgresDatabase(url, pool, timeouts);
     try {
-      await pool.query('SELECT 1');
+      await database.query('SELECT 1');
     } catch (error) {
-      await pool.end().catch(() => undefined);
-      throw database.unavailable(error);
+      await database.close();
+      throw error instanceof LicenseServerError ? error : database.unavailable(error);
     }
     return database;
   }
 
   query<R extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<R[]> {
-    return this.run(this.pool, sql, params).then((result) => result.rows as R[]);
+    return this.withClient((client) => this.run(client, sql, params)).then((result) => result.rows as R[]);
   }
 
   execute(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.run(this.pool, sql, params).then((result) => result.rowCount ?? 0);
+    return this.withClient((client) => this.run(client, sql, params)).then((result) => result.rowCount ?? 0);
   }
 
-  async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    // A migration may rewrite a whole table, or wait for another process's: no limit.
+    const deadline = options.unbounded ? 0 : undefined;
+    return this.withClient(async (client, drop) => {
+      const tx: Queryable = {
+        query: <R extends Row>(sql: string, params?: readonly SqlValue[]) =>
+          this.run(client, sql, params, deadline).then((result) => result.rows as R[]),
+        execute: (sql: string, params?: readonly SqlValue[]) =>
+          this.run(client, sql, params, deadline).then((result) => result.rowCount ?? 0),
+      };
+      await this.run(client, 'BEGIN');
+      try {
+        if (options.unbounded) await this.run(client, 'SET LOCAL statement_timeout = 0');
+        const result = await fn(tx);
+        await this.run(client, 'COMMIT', [], deadline);
+        return result;
+      } catch (error) {
+        // A connection that failed is dropped on release, and the server rolls back with it;
+        // a ROLLBACK sent after a statement that never answered would wait behind it.
+        if (!isUnavailable(error)) await this.run(client, 'ROLLBACK').catch(drop);
+        throw error;
+      }
+    });
+  }
+
+  /** Waits for the statements in flight (at most the connect timeout), then drops what is left. */
+  close(): Promise<void> {
+    this.closed ??= endPostgresPool(this.pool, Math.max(1, this.timeouts.connectTimeout) * 1000);
+    return this.closed;
+  }
+
+  /**
+   * A pooled client for `work`, released afterwards: dropped when the connection failed or
+   * a statement went unanswered, kept otherwise. Waiting for one is bounded by the connect
+   * timeout (pg-pool's connectionTimeoutMillis covers the queue too).
+   */
+  private async withClient<T>(work: (client: pg.PoolClient, drop: () => void) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
     } catch (error) {
       throw this.unavailable(error);
     }
-    const tx: Queryable = {
-      query: <R extends Row>(sql: string, params?: readonly SqlValue[]) =>
-        this.run(client, sql, params).then((result) => result.rows as R[]),
-      execute: (sql: string, params?: readonly SqlValue[]) =>
-        this.run(client, sql, params).then((result) => result.rowCount ?? 0),
-    };
     let broken = false;
     try {
-      await client.query('BEGIN');
-      const result = await fn(tx);
-      await client.query('COMMIT');
-      return result;
+      return await work(client, () => (broken = true));
     } catch (error) {
-      try {
-        await client.query('ROLLBACK');
-      } catch {
-        broken = true;
-      }
-      throw this.translate(error);
+      broken ||= isUnavailable(error);
+      throw error;
     } finally {
       client.release(broken);
     }
   }
 
-  async close(): Promise<void> {
-    await this.pool.end();
-  }
-
-  private async run(runner: pg.Pool | pg.PoolClient, sql: string, params: readonly SqlValue[] = []): Promise<pg.QueryResult> {
+  /** One statement, answered within the query timeout (or `deadline` seconds; 0: none) or DATABASE_UNAVAILABLE. */
+  private async run(client: pg.PoolClient, sql: string, params: readonly SqlValue[] = [], deadline = this.timeouts.queryTimeout): Promise<pg.QueryResult> {
     try {
-      return await runner.query(toNumberedPlaceholders(sql), params.map(toPostgres));
+      return await withDeadline(client.query(toNumberedPlaceholders(sql), params.map(toPostgres)), deadline * 1000, () =>
+        this.unavailable(new Error(`query read timeout`), `no answer within ${deadline} s (database.query_timeout)`));
     } catch (error) {
       throw this.translate(error);
     }
@@ -106,25 +132,33 @@ export class PostgresDatabase implements Database {
     if (error instanceof LicenseServerError) return error;
     const code = (error as { code?: string }).code;
     // pg reports a lost or timed-out connection as a plain Error without a code.
-    const lost = code === undefined && /timeout|Connection terminated|not queryable/i.test((error as Error).message ?? '');
-    if ((code !== undefined && CONNECTION_CODES.has(code)) || lost) {
+    const lost = code === undefined && /timeout|Connection terminated|not queryable|after calling end on the pool/i.test((error as Error).message ?? '');
+    if ((code !== undefined && (CONNECTION_CODES.has(code) || CONNECTION_CLASSES.includes(code.slice(0, 2)))) || lost) {
       return this.unavailable(error);
     }
     return error;
   }
 
-  private unavailable(error: unknown): LicenseServerError {
-    return postgresUnavailable(this.location, error);
+  private unavailable(error: unknown, reason?: string): LicenseServerError {
+    return postgresUnavailable(this.location, error, this.timeouts, reason);
   }
 }
 
+function isUnavailable(error: unknown): boolean {
+  return error instanceof LicenseServerError && error.code === 'DATABASE_UNAVAILABLE';
+}
+
 /** DATABASE_UNAVAILABLE for a connection that failed, with the reason in words. `location` is redacted. */
-export function postgresUnavailable(location: string, error: unknown): LicenseServerError {
+export function postgresUnavailable(location: string, error: unknown, timeouts: PostgresTimeouts = DEFAULT_POSTGRES_TIMEOUTS, reason?: string): LicenseServerError {
   const code = (error as { code?: string }).code;
-  const reason = code === '3D000' ? 'the database does not exist'
+  const message = (error as Error).message ?? '';
+  reason ??= code === '3D000' ? 'the database does not exist'
     : code === '28P01' || code === '28000' ? 'authentication failed'
     : code === 'ECONNREFUSED' ? 'connection refused'
-    : /timeout/i.test((error as Error).message ?? '') ? `no answer within ${CONNECT_TIMEOUT_MS} ms`
+    : code === '57014' ? `a statement was cancelled (database.statement_timeout is ${timeouts.statementTimeout} s)`
+    : code === '57P01' || code === '57P02' || code === '57P03' ? 'the server is shutting down, restarting or ended the session'
+    : /timeout/i.test(message) ? `no connection within ${timeouts.connectTimeout} s (database.connect_timeout)`
+    : /Connection terminated|not queryable|ECONNRESET/i.test(message) || code === 'ECONNRESET' ? 'the connection was lost'
     : code ?? 'connection failed';
   return new LicenseServerError('DATABASE_UNAVAILABLE', `cannot use the PostgreSQL database ${location}: ${reason}`, {
     cause: error,

@@ -17,6 +17,14 @@ export interface Queryable {
   execute(sql: string, params?: readonly SqlValue[]): Promise<number>;
 }
 
+export interface TransactionOptions {
+  /**
+   * No statement or query timeout (PostgreSQL; SQLite has none): for migrations, which may
+   * rewrite a whole table or wait for another process's migration.
+   */
+  readonly unbounded?: boolean;
+}
+
 export interface Database extends Queryable {
   readonly engine: Engine;
   /** Where the data lives, safe to print (URL passwords redacted). */
@@ -25,6 +33,6 @@ export interface Database extends Queryable {
    * Runs `fn` in one transaction that holds the write lock from its first statement
    * (SQLite: BEGIN IMMEDIATE), committing when it resolves and rolling back when it throws.
    */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
 }
