@@ -57,17 +57,22 @@ forEachEngine('the client library and machine seats, against a real serve proces
     }
   });
 
-  it('release() gives a floating seat back at once and deletes the grace token that was the lease', async () => {
+  it('release() gives up the lease and deletes its grace token; the seat is free when that token would have ended', async () => {
     const license = await floatingLicense();
     const a = fixture.client({ hardwareId: 'release-a', offline: { cacheDir: path.join(fixture.work, 'cache-release-a') } }, license);
     const b = fixture.client({ hardwareId: 'release-b', offline: { cacheDir: path.join(fixture.work, 'cache-release-b') } }, license);
     assert.equal((await a.validate()).valid, true);
     assert.equal((await b.validate()).reason, 'MACHINE_LIMIT_EXCEEDED');
     assert.equal(graceFiles('cache-release-a').length, 1);
-    assert.deepEqual(await a.release(), { released: true, message: 'the lease has ended; the seat is free' });
+    const leaseEnd = await withDatabase(async (db) => String((await db.query('SELECT lease_expires_at FROM machines WHERE license_id = ? AND hardware_id = ?', [license.id, 'release-a']))[0]!.lease_expires_at));
+    const seatFreeAt = new Date(leaseEnd).toISOString().replace('.000Z', 'Z');
+    assert.deepEqual(await a.release(), { released: true, seatFreeAt, message: `the seat is free at ${seatFreeAt}, when the grace token given to this machine ends` });
     assert.equal(graceFiles('cache-release-a').length, 0, 'the grace token of the released seat is gone');
+    assert.equal((await b.validate()).reason, 'MACHINE_LIMIT_EXCEEDED', 'a copy of the token would work until it ends: the seat is not given away');
+    // The hour of the lease passes.
+    await withDatabase((db) => db.execute('UPDATE machines SET lease_expires_at = ? WHERE license_id = ?', [new Date(Date.now() - 1000).toISOString(), license.id]));
     assert.equal((await b.validate()).valid, true, 'the seat went to the other machine');
-    assert.deepEqual(await a.release(), { released: false, message: 'this machine held no lease' });
+    assert.deepEqual(await a.release(), { released: false, seatFreeAt: null, message: 'this machine held no lease' });
     await fixture.stopServer();
     try {
       await assert.rejects(a.release(), (error: Error & { code?: string }) => error.code === 'SERVER_UNREACHABLE');
