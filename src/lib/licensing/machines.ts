@@ -50,7 +50,7 @@ export interface SeatPolicy {
 export type AdmissionRefusal = 'MACHINE_LIMIT_EXCEEDED' | 'MACHINE_DEACTIVATED';
 
 export type Admission =
-  | { readonly admitted: true; readonly machine: Machine; readonly leaseExpiresAt: Date | null }
+  | { readonly admitted: true; readonly machine: Machine; readonly leaseExpiresAt: Date | null; /** Recorded by this admission. */ readonly created: boolean }
   | { readonly admitted: false; readonly reason: AdmissionRefusal; readonly message: string };
 
 export interface AdmissionRequest {
@@ -145,7 +145,7 @@ export async function admitMachine(
         details: { license_id: license.id, hardware_id: request.hardwareId, name: request.name ?? null, client_version: request.clientVersion ?? null },
       });
       const machine = await getMachineRow(tx, id);
-      return { admitted: true, machine: toMachine(machine, at), leaseExpiresAt: leaseUntil };
+      return { admitted: true, machine: toMachine(machine, at), leaseExpiresAt: leaseUntil, created: true };
     }
     // A license without a limit takes no lock: another validation of this machine won the insert.
     row = (await findMachineRow(tx, license.id, request.hardwareId))!;
@@ -226,7 +226,7 @@ async function touch(
   }
   // Not extended: the token ends where the stored lease does, never later than recorded.
   const leaseExpiresAt = wanted === undefined ? null : extendsLease ? new Date(wanted) : new Date(Math.min(wanted, Date.parse(lease!)));
-  return { admitted: true, machine: toMachine(row, at), leaseExpiresAt };
+  return { admitted: true, machine: toMachine(row, at), leaseExpiresAt, created: false };
 }
 
 function deactivated(row: Row): Admission {

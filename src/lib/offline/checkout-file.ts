@@ -6,7 +6,7 @@ import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { lockLicense } from '../licensing/machines.js';
 import { getSigner } from '../signing-keys/signer.js';
 import type { Database, Queryable } from '../storage/types.js';
-import { asIsoOrNull, asJson } from '../storage/values.js';
+import { asIso, asIsoOrNull, asJson } from '../storage/values.js';
 import { recordCheckout, type CheckoutContext, type CheckoutRequest, type CheckoutResult, type CheckoutTicket } from './checkout.js';
 import { writeLicenseFile } from './write.js';
 
@@ -42,7 +42,7 @@ export async function checkoutToFile(
   const file = target.directory ? path.join(target.path, result.filename) : target.path;
   try {
     const { publicKey } = await getSigner(db);
-    await writeLicenseFile(file, result.license_file, { publicKey, hardwareId: ticket.hardwareId, overwrite: target.overwrite });
+    await writeLicenseFile(file, result.license_file, { publicKey, hardwareId: ticket.hardwareId, overwrite: target.overwrite, now: now(context) });
   } catch (error) {
     if (!isLicenseServerError(error) || !(error.code === 'FILE_WRITE_FAILED' || error.code === 'FILE_EXISTS')) throw error;
     if (await leftBehind(file, result.license_file)) {
@@ -78,24 +78,38 @@ async function leftBehind(file: string, text: string): Promise<boolean> {
 /**
  * Voids a checkout whose file was never written. Under the license's lock, the machine's
  * offline hold goes back to the end of its newest other file that is still valid, voided
- * or declared lost files not counted (offlineHoldWithout); `license.checkout_voided` records
- * the checkout's `checkout_id`, which also takes the file out of the signing key's
- * retirement check (rotation.ts signedUntil).
+ * or declared lost files not counted (offlineHoldWithout); a machine the checkout recorded,
+ * and that nothing else has used since, is removed (on a node-locked license an active
+ * machine holds a seat for good, and a retry for the same hardware ID must be admitted as
+ * new). `license.checkout_voided` records the checkout's `checkout_id`, which also takes the
+ * file out of the signing key's retirement check (rotation.ts signedUntil).
  */
 export async function voidCheckout(db: Database, ticket: CheckoutTicket, reason: string, context: OperationContext): Promise<void> {
   await db.transaction(async (tx) => {
     await lockLicense(tx, db.engine, ticket.licenseId);
     const at = now(context);
     let offlineUntil: string | null = null;
+    let machineRemoved: string | null = null;
     if (ticket.hardwareId !== undefined) {
-      const machine = (await tx.query('SELECT id, offline_until FROM machines WHERE license_id = ? AND hardware_id = ?', [ticket.licenseId, ticket.hardwareId]))[0];
+      const machine = (await tx.query(
+        'SELECT id, offline_until, lease_expires_at, first_seen, last_seen FROM machines WHERE license_id = ? AND hardware_id = ?',
+        [ticket.licenseId, ticket.hardwareId],
+      ))[0];
       if (machine) {
+        const id = String(machine.id);
         offlineUntil = asIsoOrNull(machine.offline_until);
         // A later file of the machine holds it at least as long: then nothing changes.
         if (offlineUntil !== null && Date.parse(offlineUntil) === Date.parse(ticket.validUntil)) {
-          const rest = await offlineHoldWithout(tx, ticket, String(machine.id), at);
+          const rest = await offlineHoldWithout(tx, ticket, id, at);
           offlineUntil = rest === null ? null : new Date(rest).toISOString();
-          await tx.execute('UPDATE machines SET offline_until = ? WHERE id = ?', [offlineUntil, String(machine.id)]);
+          const unused = ticket.machineCreated && rest === null && asIsoOrNull(machine.lease_expires_at) === null
+            && Date.parse(asIso(machine.last_seen)) === Date.parse(asIso(machine.first_seen));
+          if (unused) {
+            await tx.execute('DELETE FROM machines WHERE id = ?', [id]);
+            machineRemoved = id;
+          } else {
+            await tx.execute('UPDATE machines SET offline_until = ? WHERE id = ?', [offlineUntil, id]);
+          }
         }
       }
     }
@@ -103,7 +117,10 @@ export async function voidCheckout(db: Database, ticket: CheckoutTicket, reason:
       action: 'license.checkout_voided',
       entityType: 'license',
       entityId: ticket.licenseId,
-      details: { checkout_id: ticket.checkoutId, hardware_id: ticket.hardwareId ?? null, valid_until: ticket.validUntil, reason, offline_until: offlineUntil },
+      details: {
+        checkout_id: ticket.checkoutId, hardware_id: ticket.hardwareId ?? null, valid_until: ticket.validUntil, reason,
+        offline_until: offlineUntil, machine_removed: machineRemoved,
+      },
     });
   });
 }

@@ -76,6 +76,8 @@ export interface CheckoutTicket {
   /** Normalised; undefined for an unbound file. */
   readonly hardwareId: string | undefined;
   readonly validUntil: string;
+  /** The checkout recorded the machine: voided unused, it leaves none behind. */
+  readonly machineCreated: boolean;
 }
 
 /** checkoutLicense, also answering the ticket that voidCheckout takes. */
@@ -144,7 +146,8 @@ async function recordAndSign(
     filename: suggestedFilename(issued.payload),
     valid_until: issued.payload.valid_until,
   };
-  return { result, ticket: { checkoutId: issued.checkoutId, licenseId: issued.payload.license_id, hardwareId, validUntil: issued.payload.valid_until } };
+  const ticket = { checkoutId: issued.checkoutId, licenseId: issued.payload.license_id, hardwareId, validUntil: issued.payload.valid_until, machineCreated: issued.machineCreated };
+  return { result, ticket };
 }
 
 /** A checkout recorded and ready to sign: its payload and the key to sign it with. */
@@ -152,6 +155,7 @@ interface IssuedPayload {
   readonly payload: LicenseFilePayload;
   readonly signer: LicenseSigner;
   readonly checkoutId: string;
+  readonly machineCreated: boolean;
 }
 
 /** Checks the license read for the checkout, admits the machine, makes the payload and audits the checkout. */
@@ -191,12 +195,14 @@ async function issue(
       { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
     );
   }
+  let machineCreated = false;
   if (hardwareId !== undefined) {
     // The machine holds its seat until the file ends, whatever happens online meanwhile.
     const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil }, context, { row: machine, decryptionKey });
     if (!admission.admitted) {
       throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
     }
+    machineCreated = admission.created;
   }
   const payload: LicenseFilePayload = {
     version: LICENSE_FILE_VERSION,
@@ -228,7 +234,7 @@ async function issue(
       signing_key_id: signer.keyId,
     },
   });
-  return { payload, signer, checkoutId };
+  return { payload, signer, checkoutId, machineCreated };
 }
 
 /** `license-7KQ2-M9X-20261122T101500Z.lic`: the key prefix and issue time, safe on any file system. */
