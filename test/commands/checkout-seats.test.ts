@@ -87,6 +87,9 @@ forEachEngine('checkouts that write no file, and lost files', (fixture) => {
     assert.equal(voided.details.machine_removed, (await audit('machine.activated')).find((e) => e.details.hardware_id === 'TYPO' && e.details.license_id === license.id).entity_id);
     assert.deepEqual(await machines(license), [], 'the machine it recorded is gone: a retry for the same ID is a new machine');
     ok(await cli('license', 'checkout', license.id, '--ttl-days', '30', '--hardware-id', 'REAL', '--out', cwd));
+    const shown = ok(await cli('license', 'show', license.id)).stdout;
+    assert.match(shown, /^checkout:\s+.* for REAL, valid until \S+$/m);
+    assert.match(shown, /^checkout:\s+.* for TYPO, valid until \S+ \(voided: its file was not written\)$/m);
 
     // A machine that already had a file keeps the hold that file gives, no more.
     const floating = await newLicense('--floating', '--lease-hours', '1');
