@@ -4,7 +4,6 @@ import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { lockLicense } from '../licensing/machines.js';
-import { getSigner } from '../signing-keys/signer.js';
 import type { Database, Queryable } from '../storage/types.js';
 import { asIso, asIsoOrNull, asJson } from '../storage/values.js';
 import { recordCheckout, type CheckoutContext, type CheckoutRequest, type CheckoutResult, type CheckoutTicket } from './checkout.js';
@@ -28,8 +27,9 @@ export interface FileCheckoutResult extends CheckoutResult {
  * does not exist holds no seat and keeps no signing key from retirement: the machine's hold
  * goes back to what its other files need, and `license.checkout_voided` is recorded beside
  * the checkout. The error is the write's, saying the checkout was voided. When the file
- * may be on the device after all (written, then not read back, then not removable), the
- * checkout stands and the error says so.
+ * may be on the device after all (written, then not read back, then not removable), or the
+ * void itself fails (the database gone meanwhile), the checkout stands and the error says
+ * so, with the command that frees its seat.
  */
 export async function checkoutToFile(
   db: Database,
@@ -38,10 +38,9 @@ export async function checkoutToFile(
   target: FileTarget,
   context: CheckoutContext,
 ): Promise<FileCheckoutResult> {
-  const { result, ticket } = await recordCheckout(db, reference, request, context);
+  const { result, ticket, publicKey } = await recordCheckout(db, reference, request, context);
   const file = target.directory ? path.join(target.path, result.filename) : target.path;
   try {
-    const { publicKey } = await getSigner(db);
     await writeLicenseFile(file, result.license_file, { publicKey, hardwareId: ticket.hardwareId, overwrite: target.overwrite, now: now(context) });
   } catch (error) {
     if (!isLicenseServerError(error) || !(error.code === 'FILE_WRITE_FAILED' || error.code === 'FILE_EXISTS')) throw error;
@@ -51,7 +50,16 @@ export async function checkoutToFile(
         cause: error,
       });
     }
-    await voidCheckout(db, ticket, error.code, context);
+    try {
+      await voidCheckout(db, ticket, error.code, context);
+    } catch (voidError) {
+      // The write's failure is what the operator must hear; the seat is theirs to free.
+      const why = isLicenseServerError(voidError) ? voidError.code : 'an internal error';
+      throw new LicenseServerError(error.code, `${error.message}; the checkout could not be voided (${why}), so it still holds its seat`, {
+        hint: 'Free the seat with `license-server machine release <machine-id> --lost-file` (`machine list --license ID` shows the machine).',
+        cause: error,
+      });
+    }
     throw new LicenseServerError(error.code, `${error.message}; the checkout was voided and holds no seat`, { cause: error });
   }
   return { ...result, file };

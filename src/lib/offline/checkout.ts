@@ -80,13 +80,21 @@ export interface CheckoutTicket {
   readonly machineCreated: boolean;
 }
 
+/** A checkout signed and recorded: the file, what voidCheckout takes, and the key that signed it. */
+export interface RecordedCheckout {
+  readonly result: CheckoutResult;
+  readonly ticket: CheckoutTicket;
+  /** Verifies the file read back, whatever key is active by then. */
+  readonly publicKey: Uint8Array;
+}
+
 /** checkoutLicense, also answering the ticket that voidCheckout takes. */
 export async function recordCheckout(
   db: Database,
   reference: string,
   request: CheckoutRequest,
   context: CheckoutContext,
-): Promise<{ readonly result: CheckoutResult; readonly ticket: CheckoutTicket }> {
+): Promise<RecordedCheckout> {
   const ttlDays = parseTtlDays(request.ttlDays);
   const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
   checkoutsInFlight += 1;
@@ -115,7 +123,7 @@ async function recordAndSign(
   ttlDays: number,
   hardwareId: string | undefined,
   context: CheckoutContext,
-): Promise<{ readonly result: CheckoutResult; readonly ticket: CheckoutTicket }> {
+): Promise<RecordedCheckout> {
   const issued = await db.transaction(async (tx) => {
     let source: CheckoutSource | undefined;
     let badReference: LicenseServerError | undefined;
@@ -147,7 +155,7 @@ async function recordAndSign(
     valid_until: issued.payload.valid_until,
   };
   const ticket = { checkoutId: issued.checkoutId, licenseId: issued.payload.license_id, hardwareId, validUntil: issued.payload.valid_until, machineCreated: issued.machineCreated };
-  return { result, ticket };
+  return { result, ticket, publicKey: issued.signer.publicKey };
 }
 
 /** A checkout recorded and ready to sign: its payload and the key to sign it with. */
