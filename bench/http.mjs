@@ -2,12 +2,17 @@
 // HTTP throughput of the daemon, as ratios to a baseline measured in the same run:
 //
 //   npm run build && node bench/http.mjs [--seconds 10] [--connections 50]
+//     [--max-machines N [--floating]] [--database-url postgres://.../empty-db]
 //
 // - baseline: a bare node:http endpoint (its own process) that reads a small JSON body and
 //   signs one message per request with node:crypto's Ed25519, from a cached KeyObject.
 // - checkouts: POST /api/licenses/{id}/checkout against a real `license-server serve` on
 //   SQLite (hardware-bound, sealed decryption key, audit row per request).
-// - validations: POST /api/v1/validate (grace token signed per request).
+// - validations: POST /api/v1/validate (grace token signed per request). With
+//   --max-machines the license limits its machines (--floating: seats as 1-hour leases), so
+//   each validation goes through seat admission: a machine holding its seat is read, not
+//   locked, and its lease written at most once a minute.
+// --database-url runs the daemon on that (empty) database instead of a SQLite file.
 // Load comes from autocannon in this process. Goals from issue 4: HTTP checkout >= 0.6x the
 // baseline's rate, p99 < 50 ms at 50 connections.
 import { spawn } from 'node:child_process';
@@ -19,10 +24,13 @@ import autocannon from 'autocannon';
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : fallback;
+  return i > 0 ? process.argv[i + 1] : fallback;
 };
-const seconds = arg('seconds', 10);
-const connections = arg('connections', 50);
+const seconds = Number(arg('seconds', 10));
+const connections = Number(arg('connections', 50));
+const maxMachines = arg('max-machines', undefined);
+const floating = process.argv.includes('--floating');
+const databaseUrl = arg('database-url', undefined);
 const cli = fileURLToPath(new URL('../bin/run.js', import.meta.url));
 const dir = mkdtempSync(path.join(tmpdir(), 'license-bench-http-'));
 const children = [];
@@ -85,6 +93,7 @@ try {
   const serve = await start([cli, 'serve', '--port', '0'], {
     LICENSE_DATA_DIR: path.join(dir, 'data'),
     LICENSE_CLIENT_RATE_LIMIT: '0',
+    ...(databaseUrl ? { LICENSE_DATABASE_URL: databaseUrl } : {}),
   });
   const token = /admin token \(shown only this once, store it now\): (\S+)/.exec(serve.out)[1];
   const customer = await api(serve.url, token, 'POST', '/api/customers', { name: 'Bench & Co' });
@@ -95,6 +104,7 @@ try {
     valid_until: '2099-12-31',
     entitlements: [{ code: 'export' }, { code: 'seats', usage_limit: 25 }, { code: 'sso' }],
     with_decryption_key: true,
+    ...(maxMachines ? { max_machines: Number(maxMachines), ...(floating ? { floating: true, lease_hours: 1 } : {}) } : {}),
   });
 
   // Warm-up: JIT, caches, connection pools.
@@ -111,7 +121,8 @@ try {
     checkout: await load(serve.url, checkout),
     validate: await load(serve.url, validate),
   };
-  console.log(`node ${process.version}, ${connections} connections, ${short} s each, autocannon in the bench process`);
+  const terms = maxMachines ? `max_machines ${maxMachines}${floating ? ', floating' : ''}` : 'no machine limit';
+  console.log(`node ${process.version}, ${connections} connections, ${short} s each, autocannon in the bench process, ${databaseUrl ? 'PostgreSQL' : 'SQLite'}, ${terms}`);
   const row = (name, r, goal) => {
     const ratio = r.rate / results.baseline.rate;
     const verdicts = goal ? [`ratio ${ratio >= goal ? 'met' : 'MISSED'} (>= ${goal})`, `p99 ${r.p99 < 50 ? 'met' : 'MISSED'} (< 50 ms)`].join(', ') : '';

@@ -198,8 +198,9 @@ func (c *Client) FlushUsageQueueContext(ctx context.Context) int {
 	return c.store.queueLength()
 }
 
-// Release gives a floating seat back at once (POST /api/v1/release). The cached grace
-// token is deleted first: it was this machine's lease. Errors are *Error:
+// Release gives a floating seat back (POST /api/v1/release). The cached grace token is
+// deleted first: this machine stops using its lease. The seat is free for another machine
+// at SeatFreeAt, when that token would have ended, not before. Errors are *Error:
 // SERVER_UNREACHABLE (the seat is then given back when its lease runs out),
 // CACHE_NOT_WRITTEN, OFFLINE_ONLY in ModeOffline, or the server's error code.
 func (c *Client) Release() (*ReleaseResult, error) { return c.ReleaseContext(context.Background()) }
@@ -226,8 +227,9 @@ func (c *Client) ReleaseContext(ctx context.Context) (*ReleaseResult, error) {
 		return nil, &Error{Code: code, Message: message}
 	}
 	released, _ := r.body.Values["released"].(bool)
+	seatFreeAt, _ := r.body.Values["seat_free_at"].(string)
 	message, _ := r.body.Values["message"].(string)
-	return &ReleaseResult{Released: released, Message: message}, nil
+	return &ReleaseResult{Released: released, SeatFreeAt: seatFreeAt, Message: message}, nil
 }
 
 // Close stops every timer; the client answers nothing afterwards (Validate returns
@@ -680,8 +682,9 @@ func (c *Client) flushInBackground() {
 }
 
 // flushQueue sends queued reports in order, each with its idempotency key; it stops at
-// the first that cannot reach the server. A report the server refuses for good is set
-// aside in rejected/.
+// the first that cannot reach the server, or that is not counted because this machine holds
+// no seat now (SEAT_REQUIRED: it waits for the next valid online validation). A report the
+// server refuses for good is set aside in rejected/.
 func (c *Client) flushQueue(ctx context.Context) {
 	if !c.cfg.enabled {
 		return
@@ -694,6 +697,9 @@ func (c *Client) flushQueue(ctx context.Context) {
 		}
 		r := c.sendUsage(ctx, item.report)
 		if r.unreachable {
+			return
+		}
+		if code, _ := errorOf(r.body, r.status, "report"); r.status == 422 && code == "SEAT_REQUIRED" {
 			return
 		}
 		if r.status == 200 || r.status == 201 {

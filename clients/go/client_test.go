@@ -332,6 +332,40 @@ func TestUsageRefusalsAndRejectedReports(t *testing.T) {
 	}
 }
 
+// A report queued offline that the server does not count because the machine holds no
+// seat now (SEAT_REQUIRED) stays queued, and is sent once the machine holds one again.
+func TestUsageWithoutASeatStaysQueued(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	e.server.stop()
+	c.Validate()
+	if _, err := c.ReportUsage("seats", 3); err != nil {
+		t.Fatal(err)
+	}
+	e.server.mu.Lock()
+	e.server.seatless = true
+	e.server.mu.Unlock()
+	e.server.start()
+	c.Validate()
+	queueDir := filepath.Join(e.stateDir(), "queue")
+	if n := c.FlushUsageQueue(); n != 1 || queueLength(t, queueDir) != 1 || queueLength(t, filepath.Join(e.stateDir(), "rejected")) != 0 {
+		t.Fatalf("SEAT_REQUIRED is not a refusal for good: %d queued", n)
+	}
+	if _, err := c.ReportUsage("seats", 1); err == nil || err.(*Error).Code != "SEAT_REQUIRED" {
+		t.Fatalf("online: %v", err)
+	}
+	e.server.mu.Lock()
+	e.server.seatless = false
+	e.server.mu.Unlock()
+	expectValid(t, c.Validate(), TierOnline)
+	if n := c.FlushUsageQueue(); n != 0 {
+		t.Fatalf("%d still wait", n)
+	}
+	if used, records := e.server.usedOf("seats"); used != 3 || records != 1 {
+		t.Fatalf("used %d in %d records", used, records)
+	}
+}
+
 func TestAuthoritativeInvalidIsFinalAndRemembered(t *testing.T) {
 	e := newEnv(t)
 	noFile := func(cfg *Config) { cfg.Offline.LicenseFile = filepath.Join(e.dir, "missing.lic") }
@@ -690,7 +724,8 @@ func TestReleaseAndLeaseRenewal(t *testing.T) {
 		t.Fatalf("and again: %v", got)
 	}
 	released, err := c.Release()
-	if err != nil || !released.Released || released.Message != "the lease has ended; the seat is free" {
+	freeAt := e.clock.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	if err != nil || !released.Released || released.SeatFreeAt != freeAt || released.Message != "the seat is free at "+freeAt+", when the grace token given to this machine ends" {
 		t.Fatalf("%+v %v", released, err)
 	}
 	if e.exists("grace.json") || len(e.clock.Pending()) != 0 {

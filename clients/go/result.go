@@ -78,8 +78,12 @@ type UsageResult struct {
 
 // ReleaseResult is the answer of Release.
 type ReleaseResult struct {
-	// Released is true when the server ended this machine's lease now; false when it
-	// held none, or the license is not floating.
+	// Released is true when this machine held a lease, now given up; false when it held
+	// none, or the license is not floating.
 	Released bool
-	Message  string
+	// SeatFreeAt is when the seat is free for another machine (RFC 3339): the end of the
+	// grace token this machine was given, which a copy could still use until then. Empty
+	// when the machine holds no seat.
+	SeatFreeAt string
+	Message    string
 }

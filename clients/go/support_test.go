@@ -209,6 +209,7 @@ type fakeServer struct {
 	validates int
 	releases  int
 	grace     time.Duration // how long its grace tokens last; 0: 72 h, the server's default
+	seatless  bool          // usage reports are refused with SEAT_REQUIRED, as for a machine without a seat
 	hang      chan struct{}
 }
 
@@ -413,6 +414,10 @@ func (s *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 200, map[string]any{"replayed": true, "entitlement_code": code, "quantity": int64(quantity), "used": s.used[code], "usage_limit": limit, "remaining": limit - s.used[code]})
 			return
 		}
+		if s.seatless {
+			apiError(w, 422, "SEAT_REQUIRED", "usage is not counted from this machine: it holds no seat of the license now")
+			return
+		}
 		if s.used[code]+int64(quantity) > limit {
 			apiError(w, 422, "USAGE_LIMIT_EXCEEDED", "the report would exceed the limit")
 			return
@@ -428,9 +433,11 @@ func (s *fakeServer) handle(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if s.floating > 0 {
-			writeJSON(w, 200, map[string]any{"released": true, "message": "the lease has ended; the seat is free", "server_time": serverTime})
+			// The seat is free when the lease (the grace token given last) ends: a minute's worth here.
+			freeAt := s.clock.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+			writeJSON(w, 200, map[string]any{"released": true, "seat_free_at": freeAt, "message": "the seat is free at " + freeAt + ", when the grace token given to this machine ends", "server_time": serverTime})
 		} else {
-			writeJSON(w, 200, map[string]any{"released": false, "message": "the license is not floating", "server_time": serverTime})
+			writeJSON(w, 200, map[string]any{"released": false, "seat_free_at": nil, "message": "the license is not floating", "server_time": serverTime})
 		}
 	default:
 		apiError(w, 404, "ROUTE_NOT_FOUND", "no route")

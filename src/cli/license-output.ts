@@ -28,7 +28,7 @@ export function formatLicense(license: License & { recent_checkouts?: readonly C
     // One line per checkout, newest first: a record's values are single lines.
     ...(license.recent_checkouts ?? []).map((c) => [
       'checkout',
-      `${show(c.checked_out_at)} by ${show(escapeInvisible(c.actor))}, ${c.hardware_id === null ? 'unbound' : `for ${show(escapeInvisible(c.hardware_id))}`}, valid until ${show(c.valid_until)}`,
+      `${show(c.checked_out_at)} by ${show(escapeInvisible(c.actor))}, ${c.hardware_id === null ? 'unbound' : `for ${show(escapeInvisible(c.hardware_id))}`}, valid until ${show(c.valid_until)}${c.voided ? ' (voided: its file was not written)' : ''}`,
     ] as const),
   ]);
 }

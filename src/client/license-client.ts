@@ -59,8 +59,13 @@ export interface UsageResult {
 }
 
 export interface ReleaseResult {
-  /** True when the server ended this machine's lease now; false when it held none, or the license is not floating. */
+  /** True when this machine held a lease, now given up; false when it held none, or the license is not floating. */
   readonly released: boolean;
+  /**
+   * When the seat is free for another machine (RFC 3339), or null when this machine holds
+   * none: the end of the grace token it was given, which a copy could still use until then.
+   */
+  readonly seatFreeAt: string | null;
   readonly message: string;
 }
 
@@ -172,10 +177,11 @@ export class LicenseClient {
   }
 
   /**
-   * Gives a floating seat back at once (POST /api/v1/release), for an application that
-   * quits or no longer needs its license. The grace token is deleted first: it was this
-   * machine's lease, and the server counts the seat free only because the client gave it
-   * up. Offline files are kept; a seat an offline file holds stays taken until it ends.
+   * Gives a floating seat back (POST /api/v1/release), for an application that quits or no
+   * longer needs its license. The grace token is deleted first: this machine stops using its
+   * lease. The seat is free for another machine when that token would have ended
+   * (`seatFreeAt`), not before: the server cannot know that no copy of the token is still
+   * used offline. Offline files are kept; a seat an offline file holds stays taken until it ends.
    * Throws LicenseClientError: SERVER_UNREACHABLE (the lease then simply runs out),
    * CACHE_NOT_WRITTEN (the token cannot be deleted; nothing is sent), OFFLINE_ONLY, or the
    * server's error code.
@@ -202,7 +208,11 @@ export class LicenseClient {
       throw new LicenseClientError('SERVER_UNREACHABLE', `${reply.reason}; the seat is given back when its lease runs out`);
     }
     if (reply.status !== 200) throw rejection(reply.body, reply.status, 'release');
-    return { released: reply.body.released === true, message: typeof reply.body.message === 'string' ? reply.body.message : '' };
+    return {
+      released: reply.body.released === true,
+      seatFreeAt: typeof reply.body.seat_free_at === 'string' ? reply.body.seat_free_at : null,
+      message: typeof reply.body.message === 'string' ? reply.body.message : '',
+    };
   }
 
   /** Stops every timer; the client answers nothing afterwards. */
@@ -495,7 +505,11 @@ export class LicenseClient {
     await this.flushQueue();
   }
 
-  /** Sends queued reports in order; stops at the first that cannot reach the server. */
+  /**
+   * Sends queued reports in order; stops at the first that cannot reach the server, or that
+   * the server does not count because this machine holds no seat now (SEAT_REQUIRED): that
+   * one waits for the next valid online validation. Other refusals are set aside.
+   */
   private flushQueue(): Promise<void> {
     if (!this.options.offline.enabled) return Promise.resolve();
     this.flushing ??= (async () => {
@@ -503,6 +517,8 @@ export class LicenseClient {
         for (const { file, report } of await this.store.queued()) {
           const reply = await this.sendUsage(report);
           if (reply.kind === 'unreachable') return;
+          // Counted once this machine holds a seat again: kept, in order, for a later flush.
+          if (reply.status === 422 && (reply.body.error as { code?: unknown } | undefined)?.code === 'SEAT_REQUIRED') return;
           if (reply.status === 200 || reply.status === 201) await this.store.dequeue(file);
           else await this.store.setAside(file);
         }

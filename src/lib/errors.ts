@@ -147,9 +147,14 @@ export const ERROR_TABLE = {
   MACHINE_LIMIT_EXCEEDED: {
     exit: EXIT.refused,
     http: 422,
-    hint: 'Every seat of the license is taken: deactivate a machine (`license-server machine deactivate`) or raise --max-machines.',
+    hint: 'Every seat of the license is taken: `license-server machine list --license ID --holding-seat` shows by what. Free one with `machine deactivate ID`, or with `machine release ID --lost-file` when an offline file was lost; or raise --max-machines.',
   },
   MACHINE_DEACTIVATED: { exit: EXIT.refused, http: 422, hint: 'Activate the machine again with `license-server machine activate`.' },
+  SEAT_REQUIRED: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'On a license with a machine limit, usage is counted only from a machine that holds a seat: validate online first.',
+  },
   TOKEN_SCOPE: {
     exit: EXIT.refused,
     http: 403,

@@ -98,7 +98,7 @@ forEachEngine('license lifecycle over HTTP', (fixture) => {
     assert.ok(summary.licenses >= 3 && summary.machines_in_use >= 27, JSON.stringify(summary));
   });
 
-  it('release a floating seat at once through POST /api/v1/release', async () => {
+  it('release a floating seat through POST /api/v1/release: free when its grace token ends, as the answer says', async () => {
     const license = (await call('POST', '/api/licenses', { customer_id: customerId, type: 'time_based', valid_until: '2099-01-01', max_machines: 1, floating: true, lease_hours: 1 })).body;
     const first = (await validate(license.key, 'F-1')).body;
     assert.equal(first.valid, true);
@@ -106,9 +106,30 @@ forEachEngine('license lifecycle over HTTP', (fixture) => {
     assert.equal((await validate(license.key, 'F-2', second.url)).body.reason, 'MACHINE_LIMIT_EXCEEDED');
     const released = await api(second.url, 'POST', '/api/v1/release', { body: { license_key: license.key, hardware_id: 'F-1' } });
     assert.equal(released.status, 200, released.text);
-    assert.equal(released.body.released, true);
-    assert.equal((await validate(license.key, 'F-2')).body.valid, true);
+    assert.deepEqual([released.body.released, released.body.seat_free_at], [true, first.grace_expires_at]);
+    assert.equal((await validate(license.key, 'F-2')).body.reason, 'MACHINE_LIMIT_EXCEEDED', 'F-1\'s token still works offline');
     assert.equal((await api(serve.url, 'POST', '/api/v1/release', { body: { license_key: 'NOPE', hardware_id: 'F-1' } })).body.error.code, 'LICENSE_NOT_FOUND');
+  });
+
+  it('free a seat held by a lost offline file through POST /api/machines/{id}/release, audited', async () => {
+    const license = (await call('POST', '/api/licenses', { customer_id: customerId, type: 'time_based', valid_until: '2099-01-01', max_machines: 1, floating: true, lease_hours: 1 })).body;
+    const file = await call('POST', `/api/licenses/${license.id}/checkout`, { ttl_days: 30, hardware_id: 'LOST-1' });
+    assert.equal(file.status, 200, file.text);
+    assert.equal((await validate(license.key, 'LOST-2')).body.reason, 'MACHINE_LIMIT_EXCEEDED');
+    const [machine] = (await call('GET', `/api/machines?license_id=${license.id}`)).body;
+    for (const body of [{}, { lost_file: false }, { lost_file: 'yes' }, { lost_file: true, reason: 7 }, { lost_file: true, extra: 1 }]) {
+      const refused = await call('POST', `/api/machines/${machine.id}/release`, body);
+      assert.deepEqual([refused.status, refused.body.error.code], [400, 'INVALID_INPUT'], JSON.stringify(body));
+    }
+    const released = await call('POST', `/api/machines/${machine.id}/release`, { lost_file: true, reason: 'courier lost the stick' }, admin, second.url);
+    assert.equal(released.status, 200, released.text);
+    assert.deepEqual([released.body.machine.offline_until, released.body.machine.holds_seat, released.body.warnings], [null, false, []]);
+    assert.equal((await validate(license.key, 'LOST-2')).body.valid, true, 'the seat went to another machine');
+    const [entry] = (await call('GET', `/api/audit?action=machine.offline_files_released&entity_id=${machine.id}`)).body;
+    const { actor } = (await call('GET', '/api/whoami')).body;
+    assert.deepEqual([entry.actor, entry.details.reason, entry.details.offline_until], [actor, 'courier lost the stick', machine.offline_until]);
+    const again = (await call('POST', `/api/machines/${machine.id}/release`, { lost_file: true })).body;
+    assert.deepEqual(again.warnings, ['no offline file of this machine is valid; nothing changed']);
   });
 
   it('scope admin tokens: 403 TOKEN_SCOPE beyond the scope, 401 TOKEN_EXPIRED after expiry, names never reused', async () => {

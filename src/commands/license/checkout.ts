@@ -5,12 +5,12 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { checkoutLicense, type CheckoutResult } from '../../lib/offline/checkout.js';
-import { getSigner } from '../../lib/signing-keys/signer.js';
-import { writeLicenseFile } from '../../lib/offline/write.js';
+import { checkoutToFile } from '../../lib/offline/checkout-file.js';
 
 export default class LicenseCheckout extends BaseCommand<typeof LicenseCheckout> {
   static override description = `Check a license out to a signed .lic file for offline use.
-The file is written as .partial, fsynced, renamed and the directory fsynced, then read back and verified before this reports success, so a USB stick holds a complete, valid file when the command returns.`;
+The file is written as .partial, fsynced, renamed and the directory fsynced, then read back and verified before this reports success, so a USB stick holds a complete, valid file when the command returns.
+A file that cannot be written (a full stick, a device gone) voids its checkout: the seat is not held for it, and license.checkout_voided is audited beside the checkout.`;
   static override examples = [
     '<%= config.bin %> license checkout 7KQ2-M9XD-1RTV-... --ttl-days 90 --hardware-id "$HWID" --out /media/usb',
     '<%= config.bin %> license checkout <license-id> --ttl-days 30 --out - > license.lic',
@@ -32,14 +32,13 @@ The file is written as .partial, fsynced, renamed and the directory fsynced, the
     const hardwareId = flags['hardware-id'];
     return this.withDatabase(async (db, config) => {
       const context = { ...this.operationContext(), issuer: config.settings.issuer };
-      const result = await checkoutLicense(db, this.args.license, { ttlDays, hardwareId }, context);
       if (!target) {
+        const result = await checkoutLicense(db, this.args.license, { ttlDays, hardwareId }, context);
         process.stdout.write(result.license_file);
         return result;
       }
-      const file = target.directory ? path.join(target.path, result.filename) : target.path;
-      const { publicKey } = await getSigner(db);
-      await writeLicenseFile(file, result.license_file, { publicKey, hardwareId, overwrite: flags.force });
+      // A file that cannot be written voids its checkout: its seat is not held for nothing.
+      const { file, ...result } = await checkoutToFile(db, this.args.license, { ttlDays, hardwareId }, { ...target, overwrite: flags.force }, context);
       const binding = hardwareId === undefined ? 'not bound to a machine' : `bound to hardware ID ${JSON.stringify(hardwareId)}`;
       this.say(`Wrote ${path.resolve(file)} (${result.license_file.length} bytes), read back and verified.`);
       this.say(`Valid until ${result.valid_until}, ${binding}.`);
@@ -52,6 +51,8 @@ The file is written as .partial, fsynced, renamed and the directory fsynced, the
 async function resolveTarget(out: string, force: boolean): Promise<{ path: string; directory: boolean }> {
   const kind = await pathKind(out);
   if (kind === 'directory') return { path: out, directory: true };
+  // `/media/usb/` names a directory: one that is not there (a stick not mounted) is not a file name.
+  if (/[\\/]$/.test(out)) throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write to ${path.resolve(out)}: it is not an existing directory`);
   if (kind !== 'missing' && !force) throw new LicenseServerError('FILE_EXISTS', `${path.resolve(out)} already exists`);
   if ((await pathKind(path.dirname(path.resolve(out)))) !== 'directory') {
     throw new LicenseServerError('FILE_WRITE_FAILED', `cannot write ${path.resolve(out)}: its directory does not exist`);

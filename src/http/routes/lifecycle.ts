@@ -2,7 +2,7 @@ import type { RouteDependencies } from '../app.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { renewLicense, updateLicense, type LicenseUpdate } from '../../lib/licensing/license-changes.js';
 import type { EntitlementGrant } from '../../lib/licensing/licenses.js';
-import { deactivateMachine, getMachine, listMachines, reactivateMachine } from '../../lib/licensing/machines.js';
+import { deactivateMachine, getMachine, listMachines, reactivateMachine, releaseLostFiles } from '../../lib/licensing/machines.js';
 import { listUsageRecords } from '../../lib/licensing/usage-view.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
 import { asString, expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
@@ -116,6 +116,19 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ params, body, actor }) => {
         expectFields(body, []);
         return { json: await reactivateMachine(deps.db, params.id!, context(actor)) };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/machines/:id/release',
+      access: 'admin',
+      scope: 'licenses',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, ['lost_file'], ['reason']);
+        // The only release an operator can make: stating that the machine's files are lost.
+        if (body.lost_file !== true) throw new LicenseServerError('INVALID_INPUT', 'lost_file must be true: it states that the machine\'s offline files are lost');
+        const reason = body.reason === undefined ? {} : { reason: asString(body.reason, 'reason') };
+        return { json: await releaseLostFiles(deps.db, params.id!, reason, context(actor)) };
       },
     },
   ];

@@ -17,7 +17,12 @@ import { describe, parseUuid } from '../validate.js';
  *   (on a floating license, that token's end is the lease's end);
  * - an offline file checked out for it is still valid (`offline_until`).
  * So a seat is never free while something signed for that machine could still be used
- * offline, and the limit holds against files and tokens already in the wild.
+ * offline, and the limit holds against files and tokens already in the wild. The one
+ * exception is an operator's: a file declared lost (releaseLostFiles), audited.
+ *
+ * Every change that can take or free a seat runs under the license's lock (lockLicense);
+ * the one write made without it, a validation renewing the lease of a machine that holds a
+ * seat, is conditional on the machine still holding it (see touch).
  */
 export interface Machine {
   readonly id: string;
@@ -45,7 +50,7 @@ export interface SeatPolicy {
 export type AdmissionRefusal = 'MACHINE_LIMIT_EXCEEDED' | 'MACHINE_DEACTIVATED';
 
 export type Admission =
-  | { readonly admitted: true; readonly machine: Machine; readonly leaseExpiresAt: Date | null }
+  | { readonly admitted: true; readonly machine: Machine; readonly leaseExpiresAt: Date | null; /** Recorded by this admission. */ readonly created: boolean }
   | { readonly admitted: false; readonly reason: AdmissionRefusal; readonly message: string };
 
 export interface AdmissionRequest {
@@ -76,9 +81,14 @@ const FROM = 'FROM machines m JOIN licenses l ON l.id = m.license_id';
 /**
  * Admits a machine to a license inside the caller's transaction, or says why not. Only a
  * machine that does not already hold a seat is counted against `max_machines`, and that
- * count runs under a lock on the license's row (PostgreSQL: SELECT ... FOR UPDATE; SQLite's
- * transactions hold the database's write lock), so processes admitting machines at the same
- * moment can never take more seats than the limit.
+ * count runs under the license's lock (lockLicense), so processes admitting machines at the
+ * same moment can never take more seats than the limit.
+ *
+ * A validation of a machine that holds a seat (the common case) takes no lock: it costs a
+ * read, and a write at most once a minute (BOOKKEEPING_RESOLUTION_MS) that renews its lease
+ * only if the machine still holds its seat when the write runs. A release, a deactivation or
+ * a file declared lost that committed after the read makes that write change nothing, and
+ * the admission is decided again under the lock. A checkout always takes the lock.
  */
 export async function admitMachine(
   tx: Queryable,
@@ -88,17 +98,27 @@ export async function admitMachine(
   context: OperationContext,
   probed?: MachineProbe,
 ): Promise<Admission> {
-  const at = now(context);
+  let at = now(context);
+  const limited = license.max_machines !== null;
   let row = probed ? probed.row : await findMachineRow(tx, license.id, request.hardwareId);
   if (row && !asBool(row.active)) return deactivated(row);
-  if (!(row && holdsSeat(row, license.floating, at)) && license.max_machines !== null) {
-    if (engine === 'postgres') await tx.query('SELECT id FROM licenses WHERE id = ? FOR UPDATE', [license.id]);
-    // Under the lock, what another process committed meanwhile is visible: look again.
+  if (row && request.offlineUntil === undefined && (!limited || holdsSeat(row, license.floating, new Date(at.getTime() + FAST_PATH_MARGIN_MS)))) {
+    const touched = await touch(tx, row, request, at, limited ? { floating: license.floating } : undefined);
+    if (touched) return touched;
+    // Changed since it was read: deactivated, or its seat freed.
+    row = await findMachineRow(tx, license.id, request.hardwareId);
+    if (row && !asBool(row.active)) return deactivated(row);
+  }
+  if (limited) {
+    await lockLicense(tx, engine, license.id);
+    // Under the lock, what another process committed meanwhile is visible, and the time is
+    // read again: a lease that ran out while this transaction waited holds no seat.
+    at = now(context);
     row = await findMachineRow(tx, license.id, request.hardwareId);
     if (row && !asBool(row.active)) return deactivated(row);
     if (!(row && holdsSeat(row, license.floating, at))) {
       const used = await countSeats(tx, license, at);
-      if (used >= license.max_machines) {
+      if (used >= license.max_machines!) {
         return {
           admitted: false,
           reason: 'MACHINE_LIMIT_EXCEEDED',
@@ -125,13 +145,33 @@ export async function admitMachine(
         details: { license_id: license.id, hardware_id: request.hardwareId, name: request.name ?? null, client_version: request.clientVersion ?? null },
       });
       const machine = await getMachineRow(tx, id);
-      return { admitted: true, machine: toMachine(machine, at), leaseExpiresAt: leaseUntil };
+      return { admitted: true, machine: toMachine(machine, at), leaseExpiresAt: leaseUntil, created: true };
     }
     // A license without a limit takes no lock: another validation of this machine won the insert.
     row = (await findMachineRow(tx, license.id, request.hardwareId))!;
     if (!asBool(row.active)) return deactivated(row);
   }
-  return touch(tx, row, request, at);
+  const touched = await touch(tx, row, request, at);
+  if (touched) return touched;
+  // Only without a limit (under the lock nothing changes a machine): deactivated meanwhile.
+  return deactivated((await findMachineRow(tx, license.id, request.hardwareId))!);
+}
+
+/**
+ * How long past now a machine must hold its seat for a validation to renew its lease
+ * without the lock. The check runs at the time the transaction began; an admission under
+ * the lock that began later, after the seat had run out, counts it free. This margin keeps
+ * the two apart unless a transaction takes a minute (or daemons' clocks differ by that).
+ */
+const FAST_PATH_MARGIN_MS = BOOKKEEPING_RESOLUTION_MS;
+
+/**
+ * Takes the lock every change of a license's seats runs under, until the transaction ends:
+ * PostgreSQL locks the license's row (SELECT ... FOR UPDATE); on SQLite every write
+ * transaction already holds the database's write lock (BEGIN IMMEDIATE).
+ */
+export async function lockLicense(tx: Queryable, engine: Engine, licenseId: string): Promise<void> {
+  if (engine === 'postgres') await tx.query('SELECT id FROM licenses WHERE id = ? FOR UPDATE', [licenseId]);
 }
 
 /** What the caller already read of the machine (getLicenseWithMachine), saving a query. */
@@ -142,7 +182,21 @@ export interface MachineProbe {
   readonly decryptionKey: Buffer | null;
 }
 
-async function touch(tx: Queryable, row: Row, request: AdmissionRequest, at: Date): Promise<Admission> {
+/**
+ * Records a validation or checkout of a machine already on the license: last_seen, a longer
+ * lease or offline hold, its version and name. Undefined when the write changed nothing
+ * because the machine no longer qualifies: deactivated meanwhile, or, with `whileHolding`
+ * (the unlocked path), no longer holding its seat. PostgreSQL evaluates an UPDATE's WHERE
+ * again on the newest committed row after waiting for a concurrent writer, so a lease that
+ * a concurrent change ended is never written back.
+ */
+async function touch(
+  tx: Queryable,
+  row: Row,
+  request: AdmissionRequest,
+  at: Date,
+  whileHolding?: { readonly floating: boolean },
+): Promise<Admission | undefined> {
   const lastSeen = Date.parse(asIso(row.last_seen));
   const lease = asIsoOrNull(row.lease_expires_at);
   const offline = asIsoOrNull(row.offline_until);
@@ -156,12 +210,23 @@ async function touch(tx: Queryable, row: Row, request: AdmissionRequest, at: Dat
   if (request.clientVersion !== undefined && request.clientVersion !== row.client_version) changes.push('client_version = ?'), params.push(request.clientVersion);
   if (request.name !== undefined && request.name !== row.name) changes.push('name = ?'), params.push(request.name);
   if (changes.length > 0 || at.getTime() - lastSeen >= BOOKKEEPING_RESOLUTION_MS) {
-    await tx.execute(`UPDATE machines SET ${[...changes, 'last_seen = ?'].join(', ')} WHERE id = ?`, [...params, at.toISOString(), String(row.id)]);
+    const conditions = ['id = ?', 'active = ?'];
+    const conditionParams: SqlValue[] = [String(row.id), true];
+    if (whileHolding?.floating) {
+      const stamp = new Date(at.getTime() + FAST_PATH_MARGIN_MS).toISOString();
+      conditions.push('(lease_expires_at > ? OR offline_until > ?)');
+      conditionParams.push(stamp, stamp);
+    }
+    const changed = await tx.execute(
+      `UPDATE machines SET ${[...changes, 'last_seen = ?'].join(', ')} WHERE ${conditions.join(' AND ')}`,
+      [...params, at.toISOString(), ...conditionParams],
+    );
+    if (changed === 0) return undefined;
     row = await getMachineRow(tx, String(row.id));
   }
   // Not extended: the token ends where the stored lease does, never later than recorded.
   const leaseExpiresAt = wanted === undefined ? null : extendsLease ? new Date(wanted) : new Date(Math.min(wanted, Date.parse(lease!)));
-  return { admitted: true, machine: toMachine(row, at), leaseExpiresAt };
+  return { admitted: true, machine: toMachine(row, at), leaseExpiresAt, created: false };
 }
 
 function deactivated(row: Row): Admission {
@@ -261,6 +326,7 @@ export interface MachineChange {
 export async function deactivateMachine(db: Database, id: string, context: OperationContext): Promise<MachineChange> {
   const machineId = parseUuid(id, 'machine id');
   return db.transaction(async (tx) => {
+    await lockLicense(tx, db.engine, String((await getMachineRow(tx, machineId)).license_id));
     const at = now(context);
     const before = toMachine(await getMachineRow(tx, machineId), at);
     if (before.active) {
@@ -275,12 +341,30 @@ export async function deactivateMachine(db: Database, id: string, context: Opera
     const machine = toMachine(await getMachineRow(tx, machineId), at);
     const warnings: string[] = [];
     if (!before.active) warnings.push('the machine was already deactivated; nothing changed');
-    const heldUntil = [machine.offline_until, machine.lease_expires_at].filter((end): end is string => end !== null && Date.parse(end) > at.getTime()).sort().pop();
-    if (machine.holds_seat && heldUntil) {
-      warnings.push(`its seat stays taken until ${heldUntil}: something signed for it (an offline file or a grace token) is valid until then`);
-    }
+    warnings.push(...seatStillHeld(machine, at));
     return { machine, warnings };
   });
+}
+
+/**
+ * Why a machine's seat stays taken after an operator freed what they could, said so that
+ * the operator knows until when, and what frees it sooner when anything can.
+ */
+function seatStillHeld(machine: Machine, at: Date): string[] {
+  if (!machine.holds_seat) return [];
+  const running = (end: string | null): end is string => end !== null && Date.parse(end) > at.getTime();
+  const warnings: string[] = [];
+  if (running(machine.lease_expires_at)) {
+    warnings.push(`its seat stays taken until ${machine.lease_expires_at}: the grace token given to it is valid until then and cannot be recalled`);
+  }
+  if (running(machine.offline_until)) {
+    warnings.push(
+      `its seat stays taken until ${machine.offline_until}: an offline file checked out for it is valid until then ` +
+        `(if that file was lost, \`license-server machine release ${machine.id} --lost-file\` frees the seat)`,
+    );
+  }
+  if (warnings.length === 0) warnings.push('it keeps its seat while it is active on a node-locked license: deactivate it to free the seat');
+  return warnings;
 }
 
 /** Lets a deactivated machine validate again; it needs a free seat like a new machine. */
@@ -296,7 +380,7 @@ export async function reactivateMachine(db: Database, id: string, context: Opera
       const used = await countSeats(tx, license, at);
       if (used >= license.max_machines) {
         throw new LicenseServerError('MACHINE_LIMIT_EXCEEDED', `all ${license.max_machines} machines of license ${license.id} are in use`, {
-          hint: 'Deactivate another machine first, or raise the limit with `license update --max-machines`.',
+          hint: 'Free a seat first (`machine deactivate ID`, or `machine release ID --lost-file` for a lost offline file), or raise the limit with `license update --max-machines`.',
         });
       }
     }
@@ -311,18 +395,87 @@ export async function reactivateMachine(db: Database, id: string, context: Opera
   });
 }
 
+/** What a floating machine giving its seat back learns: when the seat is free. */
+export interface LeaseRelease {
+  /** True when the machine held a running lease. */
+  readonly released: boolean;
+  /** When its seat is free, unless it validates again meanwhile; null when it holds none. */
+  readonly seatFreeAt: Date | null;
+  /** True when an offline file holds the seat past the lease. */
+  readonly heldByFile: boolean;
+}
+
 /**
- * Ends a floating machine's lease at once (the client's `release()`): the client library
- * deletes its grace token before it asks, so the seat is free now. Offline files still hold
- * their seat until they end. Answers whether a lease was released.
+ * A floating machine gives its seat back (the client's `release()`). The seat cannot be
+ * free before the grace token last given to the machine has ended: a copy of that token
+ * keeps working offline until then, whatever the client says. On a floating license that
+ * token ends with the lease (it never outlives it), so nothing is written: the answer is
+ * when the seat frees, the end of the lease, or of an offline file when that ends later.
  */
-export async function releaseLease(tx: Queryable, license: SeatPolicy, hardwareId: string, context: OperationContext): Promise<boolean> {
-  if (!license.floating) return false;
+export async function releaseLease(db: Queryable, license: SeatPolicy, hardwareId: string, context: OperationContext): Promise<LeaseRelease> {
   const at = now(context);
-  const changed = await tx.execute('UPDATE machines SET lease_expires_at = NULL, last_seen = ? WHERE license_id = ? AND hardware_id = ? AND lease_expires_at > ?', [
-    at.toISOString(), license.id, hardwareId, at.toISOString(),
-  ]);
-  return changed > 0;
+  const row = license.floating ? await findMachineRow(db, license.id, hardwareId) : undefined;
+  if (!row || !holdsSeat(row, license.floating, at)) return { released: false, seatFreeAt: null, heldByFile: false };
+  const [lease, file] = [asIsoOrNull(row.lease_expires_at), asIsoOrNull(row.offline_until)].map((end) => (end === null ? 0 : Date.parse(end))) as [number, number];
+  return { released: lease > at.getTime(), seatFreeAt: new Date(Math.max(lease, file)), heldByFile: file > lease };
+}
+
+/**
+ * An operator declares every offline file of a machine lost (a checkout whose file never
+ * reached its machine, a USB stick gone missing): the seat those files held is free now,
+ * audited as `machine.offline_files_released` with the hold given up. A file found again
+ * keeps verifying until it ends, on a seat that may have gone to another machine: the one
+ * exception to "no seat goes while something signed for it works", made on purpose.
+ */
+export async function releaseLostFiles(db: Database, id: string, options: { readonly reason?: string }, context: OperationContext): Promise<MachineChange> {
+  const machineId = parseUuid(id, 'machine id');
+  const reason = options.reason === undefined ? null : parseReason(options.reason);
+  return db.transaction(async (tx) => {
+    await lockLicense(tx, db.engine, String((await getMachineRow(tx, machineId)).license_id));
+    const at = now(context);
+    const before = toMachine(await getMachineRow(tx, machineId), at);
+    const warnings: string[] = [];
+    if (before.offline_until === null || Date.parse(before.offline_until) <= at.getTime()) {
+      warnings.push('no offline file of this machine is valid; nothing changed');
+    } else {
+      await tx.execute('UPDATE machines SET offline_until = NULL WHERE id = ?', [machineId]);
+      await recordAudit(tx, context, {
+        action: 'machine.offline_files_released',
+        entityType: 'machine',
+        entityId: machineId,
+        details: { license_id: before.license_id, hardware_id: before.hardware_id, offline_until: before.offline_until, reason },
+      });
+    }
+    const machine = toMachine(await getMachineRow(tx, machineId), at);
+    warnings.push(...seatStillHeld(machine, at));
+    return { machine, warnings };
+  });
+}
+
+function parseReason(reason: string): string {
+  if (reason.length === 0 || reason.length > 500 || /[\u0000-\u001f\u007f]/.test(reason)) {
+    throw new LicenseServerError('INVALID_INPUT', 'reason must be 1-500 characters without control characters');
+  }
+  return reason;
+}
+
+/**
+ * Whether a machine may report usage for a license (POST /api/v1/usage): on a license with
+ * a machine limit only a machine that holds a seat now, so that a leaked key cannot spend a
+ * quota from machines the limit keeps out; on any license, never a deactivated machine.
+ * Throws SEAT_REQUIRED or MACHINE_DEACTIVATED.
+ */
+export async function checkReportingMachine(db: Queryable, license: SeatPolicy, hardwareId: string, at: Date): Promise<void> {
+  const row = await findMachineRow(db, license.id, hardwareId);
+  if (row && !asBool(row.active)) {
+    throw new LicenseServerError('MACHINE_DEACTIVATED', `usage is not counted from this machine: it was deactivated at ${asIsoOrNull(row.deactivated_at) ?? 'an unknown time'}`);
+  }
+  if (license.max_machines !== null && !(row && holdsSeat(row, license.floating, at))) {
+    throw new LicenseServerError(
+      'SEAT_REQUIRED',
+      row ? 'usage is not counted from this machine: it holds no seat of the license now' : 'usage is not counted from this machine: it is not a machine of the license',
+    );
+  }
 }
 
 /** Reads the seat policy of a license, locking its row on PostgreSQL. */

@@ -152,32 +152,41 @@ function graceEnd(license: License, at: Date, graceHours: number): Date {
 }
 
 export interface ReleaseAnswer {
-  /** True when a running lease of this machine was ended now. */
+  /** True when this machine held a running lease: it is given up, and not renewed. */
   readonly released: boolean;
+  /** When the machine's seat is free (RFC 3339), unless it validates again first; null when it holds none. */
+  readonly seat_free_at: string | null;
   readonly message: string;
   readonly server_time: string;
 }
 
 /**
- * A floating seat given back (the client's `release()`): the lease ends now, and the seat is
- * free unless an offline file still holds it. Asking twice, or for a machine without a
- * lease, answers released: false; a license that is not floating keeps its machines' seats
- * until an operator deactivates them. A malformed or unknown key answers LICENSE_NOT_FOUND,
- * as validation does.
+ * A floating seat given back (the client's `release()`). The seat is free when nothing
+ * signed for the machine can still be used: the grace token it was last given ends with its
+ * lease, so the seat frees at the lease's end (or an offline file's, when later), which
+ * `seat_free_at` says; the client library has deleted its token, but a copy would work until
+ * then. Asking twice answers the same; a machine without a lease answers released: false; a
+ * license that is not floating keeps its machines' seats until an operator deactivates them.
+ * A malformed or unknown key answers LICENSE_NOT_FOUND, as validation does. Nothing is
+ * written, so a release takes no lock and races nothing.
  */
 export async function releaseSeat(db: Database, request: { license_key: unknown; hardware_id: unknown }, context: OperationContext): Promise<ReleaseAnswer> {
   const hardwareId = parseHardwareId(request.hardware_id);
   if (typeof request.license_key !== 'string') throw new LicenseServerError('INVALID_INPUT', 'license_key must be a string');
   const serverTime = toRfc3339Seconds(now(context));
-  return db.transaction(async (tx) => {
-    const license = await findLicenseByKey(tx, request.license_key as string);
-    if (!license) throw new LicenseServerError('LICENSE_NOT_FOUND', 'no license has this key');
-    if (!license.floating) {
-      return { released: false, message: 'the license is not floating: a machine keeps its seat until it is deactivated', server_time: serverTime };
-    }
-    const released = await releaseLease(tx, license, hardwareId, context);
-    return { released, message: released ? 'the lease has ended; the seat is free' : 'this machine held no lease', server_time: serverTime };
-  });
+  const license = await findLicenseByKey(db, request.license_key);
+  if (!license) throw new LicenseServerError('LICENSE_NOT_FOUND', 'no license has this key');
+  if (!license.floating) {
+    return { released: false, seat_free_at: null, message: 'the license is not floating: a machine keeps its seat until it is deactivated', server_time: serverTime };
+  }
+  const { released, seatFreeAt, heldByFile } = await releaseLease(db, license, hardwareId, context);
+  const freeAt = seatFreeAt === null ? null : toRfc3339Seconds(seatFreeAt);
+  const message = freeAt === null
+    ? 'this machine held no lease'
+    : heldByFile
+      ? `${released ? 'the lease is given up, but ' : 'this machine held no lease; '}an offline file checked out for it holds the seat until ${freeAt}`
+      : `the seat is free at ${freeAt}, when the grace token given to this machine ends`;
+  return { released, seat_free_at: freeAt, message, server_time: serverTime };
 }
 
 /** The license with this key, or undefined for a malformed or unknown one. */

@@ -12,6 +12,8 @@ export interface CheckoutRecord {
   readonly actor: string;
   readonly hardware_id: string | null;
   readonly valid_until: string;
+  /** Its file was never written (`license.checkout_voided`): it holds no seat. */
+  readonly voided: boolean;
 }
 
 export interface LicenseView extends License {
@@ -23,6 +25,12 @@ export interface LicenseView extends License {
 export async function getLicenseView(db: Queryable, reference: string, at: Date): Promise<LicenseView> {
   const license = await getLicense(db, reference, { seatsAt: at });
   const entries = await listAudit(db, { action: 'license.checked_out', entityType: 'license', entityId: license.id, limit: 5 });
+  // A void is recorded after its checkout: none of these is older than the oldest checkout.
+  const oldest = entries.at(-1);
+  const voids = oldest === undefined
+    ? []
+    : await listAudit(db, { action: 'license.checkout_voided', entityType: 'license', entityId: license.id, since: new Date(oldest.occurred_at), limit: 1000 });
+  const voided = new Set(voids.map((entry) => entry.details.checkout_id));
   return {
     ...license,
     machines_in_use: license.machines_in_use ?? 0,
@@ -31,6 +39,7 @@ export async function getLicenseView(db: Queryable, reference: string, at: Date)
       actor: entry.actor,
       hardware_id: typeof entry.details.hardware_id === 'string' ? entry.details.hardware_id : null,
       valid_until: String(entry.details.valid_until),
+      voided: entry.details.checkout_id !== undefined && voided.has(entry.details.checkout_id),
     })),
   };
 }

@@ -3,6 +3,7 @@ import { now, type OperationContext } from '../context.js';
 import { parseEntitlementCode } from './entitlements.js';
 import { LicenseServerError } from '../errors.js';
 import { parseHardwareId } from '../offline/binding.js';
+import { checkReportingMachine } from './machines.js';
 import { checkUsable, findLicenseByKey } from './online-validation.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable } from '../storage/types.js';
@@ -35,7 +36,8 @@ const FUTURE_TOLERANCE_MS = 5 * 60_000;
 
 /**
  * Counts a usage report against the entitlement's limit, exactly once per idempotency key
- * (the client's offline queue replays what it is not sure was received). The limit check
+ * (the client's offline queue replays what it is not sure was received), and only from a
+ * machine allowed to report (checkReportingMachine). The limit check
  * and the increment are one conditional UPDATE, so concurrent reports on several
  * processes can never exceed it.
  */
@@ -84,6 +86,8 @@ async function countOnce(tx: Queryable, input: ParsedReport, at: Date): Promise<
     }
     return answer(true, input, asInt(grant.used), asIntOrNull(grant.usage_limit));
   }
+  // After the replay: a report counted once is answered again, whatever the machine holds now.
+  await checkReportingMachine(tx, license, input.hardwareId, at);
 
   const changed = await tx.execute(
     `UPDATE license_entitlements SET used = used + ?

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
@@ -51,7 +52,8 @@ export function parseTtlDays(value: unknown): number {
  * 3. license and customer must both be active;
  * 4. the checkout is audited, in the same transaction that reads the license;
  * 5. a bound file is counted as a machine of the license (machines.ts), which holds its seat
- *    until the file ends; a license with max_machines needs a hardware ID;
+ *    until the file ends (or the checkout is voided, checkout-file.ts); a license with
+ *    max_machines needs a hardware ID;
  * 6. the decryption key, if any, is sealed for the hardware ID.
  * The file starts being valid at the license's own valid_from, not at checkout time, so a
  * client whose clock runs a little behind the server's can use a file at once.
@@ -63,6 +65,36 @@ export async function checkoutLicense(
   request: CheckoutRequest,
   context: CheckoutContext,
 ): Promise<CheckoutResult> {
+  return (await recordCheckout(db, reference, request, context)).result;
+}
+
+/** What identifies a recorded checkout, so that one whose file was never written can be voided. */
+export interface CheckoutTicket {
+  /** `checkout_id` in the checkout's audit entry. */
+  readonly checkoutId: string;
+  readonly licenseId: string;
+  /** Normalised; undefined for an unbound file. */
+  readonly hardwareId: string | undefined;
+  readonly validUntil: string;
+  /** The checkout recorded the machine: voided unused, it leaves none behind. */
+  readonly machineCreated: boolean;
+}
+
+/** A checkout signed and recorded: the file, what voidCheckout takes, and the key that signed it. */
+export interface RecordedCheckout {
+  readonly result: CheckoutResult;
+  readonly ticket: CheckoutTicket;
+  /** Verifies the file read back, whatever key is active by then. */
+  readonly publicKey: Uint8Array;
+}
+
+/** checkoutLicense, also answering the ticket that voidCheckout takes. */
+export async function recordCheckout(
+  db: Database,
+  reference: string,
+  request: CheckoutRequest,
+  context: CheckoutContext,
+): Promise<RecordedCheckout> {
   const ttlDays = parseTtlDays(request.ttlDays);
   const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
   checkoutsInFlight += 1;
@@ -85,7 +117,13 @@ let checkoutsInFlight = 0;
  * that runs its members one after another) does not wait for the signature, and nothing it
  * records depends on it.
  */
-async function recordAndSign(db: Database, reference: string, ttlDays: number, hardwareId: string | undefined, context: CheckoutContext): Promise<CheckoutResult> {
+async function recordAndSign(
+  db: Database,
+  reference: string,
+  ttlDays: number,
+  hardwareId: string | undefined,
+  context: CheckoutContext,
+): Promise<RecordedCheckout> {
   const issued = await db.transaction(async (tx) => {
     let source: CheckoutSource | undefined;
     let badReference: LicenseServerError | undefined;
@@ -111,17 +149,21 @@ async function recordAndSign(db: Database, reference: string, ttlDays: number, h
   const canonical = canonicalPayloadText(issued.payload);
   const message = Buffer.from(canonical, 'utf8');
   const signature = checkoutsInFlight > 1 ? await issued.signer.signAsync(message) : issued.signer.sign(message);
-  return {
+  const result = {
     license_file: encodeSignedPayload(canonical, signature),
     filename: suggestedFilename(issued.payload),
     valid_until: issued.payload.valid_until,
   };
+  const ticket = { checkoutId: issued.checkoutId, licenseId: issued.payload.license_id, hardwareId, validUntil: issued.payload.valid_until, machineCreated: issued.machineCreated };
+  return { result, ticket, publicKey: issued.signer.publicKey };
 }
 
 /** A checkout recorded and ready to sign: its payload and the key to sign it with. */
 interface IssuedPayload {
   readonly payload: LicenseFilePayload;
   readonly signer: LicenseSigner;
+  readonly checkoutId: string;
+  readonly machineCreated: boolean;
 }
 
 /** Checks the license read for the checkout, admits the machine, makes the payload and audits the checkout. */
@@ -161,12 +203,14 @@ async function issue(
       { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
     );
   }
+  let machineCreated = false;
   if (hardwareId !== undefined) {
     // The machine holds its seat until the file ends, whatever happens online meanwhile.
     const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil }, context, { row: machine, decryptionKey });
     if (!admission.admitted) {
       throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
     }
+    machineCreated = admission.created;
   }
   const payload: LicenseFilePayload = {
     version: LICENSE_FILE_VERSION,
@@ -183,11 +227,13 @@ async function issue(
     issuer: context.issuer,
     ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
   };
+  const checkoutId = randomUUID();
   await recordAudit(tx, context, {
     action: 'license.checked_out',
     entityType: 'license',
     entityId: license.id,
     details: {
+      checkout_id: checkoutId,
       ttl_days: ttlDays,
       valid_until: payload.valid_until,
       issued_at: payload.issued_at,
@@ -196,7 +242,7 @@ async function issue(
       signing_key_id: signer.keyId,
     },
   });
-  return { payload, signer };
+  return { payload, signer, checkoutId, machineCreated };
 }
 
 /** `license-7KQ2-M9X-20261122T101500Z.lic`: the key prefix and issue time, safe on any file system. */

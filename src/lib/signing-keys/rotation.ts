@@ -145,15 +145,18 @@ export async function retireSigningKey(
  * The latest time at which something this key signed may still be valid, or null when it
  * never signed anything that outlives it:
  * - `.lic` files: the latest valid_until among the checkouts the audit log records for the
- *   key (by key id, or by row id for checkouts made before key ids);
+ *   key (by key id, or by row id for checkouts made before key ids), but voided ones;
  * - grace tokens: the key stopped signing at deactivated_at, and a token lives at most
  *   grace.hours, or a floating license's lease_hours when that is longer.
  */
 export async function signedUntil(db: Queryable, engine: Engine, key: SigningKeyInfo, graceHours: number): Promise<string | null> {
-  const keyOf = engine === 'postgres' ? "details->>'signing_key_id'" : "json_extract(details, '$.signing_key_id')";
-  const validUntil = engine === 'postgres' ? "details->>'valid_until'" : "json_extract(details, '$.valid_until')";
+  const field = (table: string, name: string) => (engine === 'postgres' ? `${table}.details->>'${name}'` : `json_extract(${table}.details, '$.${name}')`);
+  // A voided checkout's file was never written (offline/checkout-file.ts): it signed nothing that exists.
   const files = await db.query(
-    `SELECT max(${validUntil}) AS until FROM audit_log WHERE action = 'license.checked_out' AND ${keyOf} IN (?, ?)`,
+    `SELECT max(${field('c', 'valid_until')}) AS until FROM audit_log c
+     WHERE c.action = 'license.checked_out' AND ${field('c', 'signing_key_id')} IN (?, ?)
+     AND NOT EXISTS (SELECT 1 FROM audit_log v WHERE v.entity_type = 'license' AND v.entity_id = c.entity_id
+       AND v.action = 'license.checkout_voided' AND ${field('v', 'checkout_id')} = ${field('c', 'checkout_id')})`,
     [key.key_id, key.id],
   );
   const leases = await db.query('SELECT max(lease_hours) AS hours FROM licenses WHERE floating = ?', [true]);

@@ -6,17 +6,20 @@ import { LicenseServerError } from '../../../src/lib/errors.js';
 import { createEntitlement } from '../../../src/lib/licensing/entitlements.js';
 import { renewLicense, updateLicense } from '../../../src/lib/licensing/license-changes.js';
 import { createLicense, getLicense, getLicenseDecryptionKey, setLicenseActive, type License } from '../../../src/lib/licensing/licenses.js';
-import { deactivateMachine, listMachines, reactivateMachine } from '../../../src/lib/licensing/machines.js';
+import { admitMachine, countSeats, deactivateMachine, listMachines, MACHINE_COLUMNS, reactivateMachine } from '../../../src/lib/licensing/machines.js';
 import { releaseSeat, validateOnline, type ValidationAnswer } from '../../../src/lib/licensing/online-validation.js';
 import { recordUsage } from '../../../src/lib/licensing/usage.js';
 import { getCustomerSummary, getLicenseView, listUsageRecords } from '../../../src/lib/licensing/usage-view.js';
 import { unsealDecryptionKey } from '../../../src/lib/offline/binding.js';
 import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
+import { verifyGraceToken } from '../../../src/lib/licensing/grace-token.js';
 import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
-import type { Database } from '../../../src/lib/storage/types.js';
+import { getSigner } from '../../../src/lib/signing-keys/signer.js';
+import type { Database, Row } from '../../../src/lib/storage/types.js';
 import { forEachEngine } from '../../support/engines.js';
 
 const HOUR = 3_600_000;
+const seconds = (date: Date) => new Date(Math.floor(date.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 const DAY = 24 * HOUR;
 
 async function refused(promise: Promise<unknown>, code: string): Promise<LicenseServerError> {
@@ -134,26 +137,142 @@ forEachEngine('machines, seats and license changes', (fixture) => {
     assert.ok((await validate(license, 'OTHER')).valid, 'after the file ends the seat is free');
   });
 
-  it('move floating seats between more machines than seats, by lease, and release them at once', async () => {
+  it('move floating seats between more machines than seats, by lease', async () => {
     const license = await newLicense({ maxMachines: 2, floating: true, leaseHours: 2 });
     const a = await validate(license, 'FLOAT-A');
     assert.ok(a.valid && a.lease_expires_at === new Date(Math.floor(time / 1000) * 1000 + 2 * HOUR).toISOString().replace('.000Z', 'Z'));
     assert.equal(a.grace_expires_at, a.lease_expires_at, 'on a floating license the grace token is the lease');
     assert.ok((await validate(license, 'FLOAT-B')).valid);
     assert.ok(!(await validate(license, 'FLOAT-C')).valid);
-    assert.deepEqual(await releaseSeat(db, { license_key: license.key, hardware_id: 'FLOAT-A' }, online), {
-      released: true, message: 'the lease has ended; the seat is free', server_time: new Date(Math.floor(time / 1000) * 1000).toISOString().replace('.000Z', 'Z'),
-    });
-    assert.equal((await releaseSeat(db, { license_key: license.key, hardware_id: 'FLOAT-A' }, online)).released, false);
-    assert.ok((await validate(license, 'FLOAT-C')).valid, 'the released seat went to a third machine');
-    assert.ok(!(await validate(license, 'FLOAT-A')).valid);
     time += 2 * HOUR + 1000;
-    assert.ok((await validate(license, 'FLOAT-A')).valid, 'leases not renewed run out');
+    assert.ok((await validate(license, 'FLOAT-C')).valid, 'leases not renewed run out');
     assert.ok((await validate(license, 'FLOAT-D')).valid);
+    assert.ok(!(await validate(license, 'FLOAT-A')).valid);
     assert.equal((await listMachines(db, { licenseId: license.id }, clock())).length, 4);
     assert.equal((await getLicense(db, license.id, { seatsAt: clock() })).machines_in_use, 2);
     const notFloating = await newLicense({ maxMachines: 1 });
-    assert.equal((await releaseSeat(db, { license_key: notFloating.key, hardware_id: 'X' }, online)).released, false);
+    assert.deepEqual(await releaseSeat(db, { license_key: notFloating.key, hardware_id: 'X' }, online), {
+      released: false, seat_free_at: null, message: 'the license is not floating: a machine keeps its seat until it is deactivated', server_time: seconds(clock()),
+    });
+  });
+
+  it('free no seat on release while the grace token given to the machine works offline, and say exactly when it frees', async () => {
+    const license = await newLicense({ maxMachines: 1, floating: true, leaseHours: 1 });
+    const { publicKey } = await getSigner(db);
+    // The reviewer's loop: validate a new machine, release it, again and again.
+    const answers: ValidationAnswer[] = [];
+    for (let i = 0; i < 10; i += 1) {
+      answers.push(await validate(license, `rel-${i}`));
+      const released = await releaseSeat(db, { license_key: license.key, hardware_id: `rel-${i}` }, online);
+      if (i === 0) {
+        assert.ok(answers[0]!.valid);
+        assert.deepEqual(released, {
+          released: true,
+          seat_free_at: answers[0]!.grace_expires_at,
+          message: `the seat is free at ${answers[0]!.grace_expires_at}, when the grace token given to this machine ends`,
+          server_time: seconds(clock()),
+        });
+      }
+      time += 60_000;
+    }
+    const usable = answers.filter((answer) => answer.valid && verifyGraceToken(answer.grace_token, publicKey, { now: clock() }));
+    assert.equal(usable.length, 1, 'one seat, one token that works offline');
+    assert.ok(answers.slice(1).every((answer) => !answer.valid && answer.reason === 'MACHINE_LIMIT_EXCEEDED' && !('encrypted_key' in answer)));
+    // The bound is exact: the seat is free when the token ends, not a second before.
+    const freeAt = Date.parse(answers[0]!.valid ? answers[0]!.grace_expires_at : '');
+    time = freeAt - 1000;
+    assert.ok(verifyGraceToken(answers[0]!.valid ? answers[0]!.grace_token : '', publicKey, { now: clock() }));
+    assert.ok(!(await validate(license, 'rel-1')).valid, 'a second before the token ends');
+    time = freeAt;
+    assert.throws(() => verifyGraceToken(answers[0]!.valid ? answers[0]!.grace_token : '', publicKey, { now: clock() }), { code: 'GRACE_TOKEN_EXPIRED' });
+    assert.ok((await validate(license, 'rel-1')).valid, 'the moment it ends');
+    // Asked again once its token has ended, the machine has nothing left to give back.
+    assert.deepEqual(await releaseSeat(db, { license_key: license.key, hardware_id: 'rel-0' }, online), {
+      released: false, seat_free_at: null, message: 'this machine held no lease', server_time: seconds(clock()),
+    });
+    // An offline file that outlives the lease holds the seat until the file ends, and the answer says so.
+    time += HOUR + 1000;
+    const file = await checkoutLicense(db, license.id, { ttlDays: 2, hardwareId: 'rel-file' }, { ...operator, issuer: 'x' });
+    assert.ok((await validate(license, 'rel-file')).valid);
+    const held = await releaseSeat(db, { license_key: license.key, hardware_id: 'rel-file' }, online);
+    assert.deepEqual([held.released, held.seat_free_at], [true, file.valid_until]);
+    assert.match(held.message, /offline file checked out for it holds the seat until/);
+  });
+
+  /** The machine's row as a validation reads it before deciding (getLicenseWithMachine). */
+  const readMachine = async (license: License, hardwareId: string): Promise<Row> =>
+    (await db.query(
+      `SELECT ${MACHINE_COLUMNS.map((column) => `m.${column}`).join(', ')}, l.floating FROM machines m JOIN licenses l ON l.id = m.license_id
+       WHERE m.license_id = ? AND m.hardware_id = ?`,
+      [license.id, hardwareId],
+    ))[0]!;
+  /** A validation that read the machine as `row` and reaches its write only now. */
+  const validateFrom = (license: License, hardwareId: string, row: Row) =>
+    db.transaction((tx) => admitMachine(tx, db.engine, license, { hardwareId, clientVersion: '1.0.0', leaseUntil: new Date(time + HOUR) }, online, { row, decryptionKey: null }));
+
+  it('never write back a seat that a release freed after a validation read its machine (the stale read of issue 23)', async () => {
+    const license = await newLicense({ maxMachines: 1, floating: true, leaseHours: 1, withDecryptionKey: false });
+    assert.ok((await validate(license, 'STALE-A')).valid);
+    time += 62_000; // past the once-a-minute bookkeeping: the next validation writes the lease
+    const read = await readMachine(license, 'STALE-A');
+    await releaseSeat(db, { license_key: license.key, hardware_id: 'STALE-A' }, online);
+    const other = await validate(license, 'STALE-B');
+    const late = await validateFrom(license, 'STALE-A', read);
+    const holding = (await listMachines(db, { licenseId: license.id, holdingSeat: true }, clock())).map((m) => m.hardware_id);
+    assert.equal(await countSeats(db, license, clock()), 1, `one seat, held by ${holding.join(' and ')}`);
+    assert.equal([other.valid, late.admitted].filter(Boolean).length, 1, 'one machine was let in');
+  });
+
+  it('never renew the lease of a machine deactivated after a validation read it: it is refused', async () => {
+    const license = await newLicense({ maxMachines: 1, withDecryptionKey: false });
+    assert.ok((await validate(license, 'STALE-C')).valid);
+    time += 62_000;
+    const read = await readMachine(license, 'STALE-C');
+    const [machine] = await listMachines(db, { licenseId: license.id }, clock());
+    await deactivateMachine(db, machine!.id, operator);
+    const leaseBefore = (await listMachines(db, { licenseId: license.id }, clock()))[0]!.lease_expires_at;
+    const late = await validateFrom(license, 'STALE-C', read);
+    assert.deepEqual(late.admitted ? 'admitted' : late.reason, 'MACHINE_DEACTIVATED');
+    assert.equal((await listMachines(db, { licenseId: license.id }, clock()))[0]!.lease_expires_at, leaseBefore, 'its seat is held no longer than before');
+  });
+
+  it('count usage only from a machine that holds a seat, or from any machine of a license without a limit; never from a deactivated one', async () => {
+    const grants = [{ code: 'api.calls', usageLimit: 1000 }];
+    const limited = await newLicense({ maxMachines: 1, withDecryptionKey: false, entitlements: grants });
+    const floating = await newLicense({ maxMachines: 1, floating: true, leaseHours: 1, withDecryptionKey: false, entitlements: grants });
+    const open = await newLicense({ withDecryptionKey: false, entitlements: grants });
+    let n = 0;
+    const report = (license: License, hardwareId: string, key = `u-${n++}`) =>
+      recordUsage(db, { license_key: license.key, hardware_id: hardwareId, entitlement_code: 'api.calls', quantity: 10, occurred_at: clock().toISOString(), idempotency_key: key }, { clock });
+    const used = async (license: License) => (await getLicenseView(db, license.id, clock())).entitlements[0]!.used;
+
+    await refused(report(limited, 'NEVER-SEEN'), 'SEAT_REQUIRED');
+    assert.ok((await validate(limited, 'SEATED')).valid);
+    const counted = await report(limited, 'SEATED', 'seated-1');
+    assert.equal(counted.used, 10);
+    const over = await validate(limited, 'REFUSED');
+    assert.ok(!over.valid && over.reason === 'MACHINE_LIMIT_EXCEEDED');
+    await refused(report(limited, 'REFUSED'), 'SEAT_REQUIRED');
+    const [seated] = await listMachines(db, { licenseId: limited.id }, clock());
+    await deactivateMachine(db, seated!.id, operator);
+    await refused(report(limited, 'SEATED'), 'MACHINE_DEACTIVATED');
+    assert.equal((await report(limited, 'SEATED', 'seated-1')).replayed, true, 'a report counted before is answered as a replay');
+    assert.equal(await used(limited), 10);
+
+    // A floating seat: counted while the lease runs, refused once it has run out.
+    assert.ok((await validate(floating, 'FLOATER')).valid);
+    assert.equal((await report(floating, 'FLOATER')).used, 10);
+    time += HOUR + 1000;
+    await refused(report(floating, 'FLOATER'), 'SEAT_REQUIRED');
+    assert.equal(await used(floating), 10);
+
+    // No machine limit: any hardware ID counts, but not a machine an operator deactivated.
+    assert.equal((await report(open, 'ANYONE')).used, 10);
+    assert.ok((await validate(open, 'KNOWN')).valid);
+    const known = (await listMachines(db, { licenseId: open.id }, clock())).find((m) => m.hardware_id === 'KNOWN')!;
+    await deactivateMachine(db, known.id, operator);
+    await refused(report(open, 'KNOWN'), 'MACHINE_DEACTIVATED');
+    assert.equal(await used(open), 10);
   });
 
   it('update a license in place, audited field by field, and warn of machines over a lowered limit', async () => {
@@ -258,8 +377,8 @@ forEachEngine('machines, seats and license changes', (fixture) => {
     await report(one, 30, 'k1');
     time += 1000;
     await report(one, 12, 'k2');
-    await report(two, 5, 'k3');
     assert.ok((await validate(two, 'M-1')).valid);
+    await report(two, 5, 'k3');
     await checkoutLicense(db, two.id, { ttlDays: 5, hardwareId: 'M-2' }, { ...operator, issuer: 'x' });
 
     const view = await getLicenseView(db, one.id, clock());

@@ -104,8 +104,9 @@ forEachEngine('checkout', (fixture) => {
     assert.equal(entry.actor, 'cli:tester');
     assert.equal(entry.entity_id, keyed.id);
     assert.equal(entry.occurred_at, fixedNow.toISOString());
-    assert.deepEqual({ ...entry.details, signing_key_id: 'x' }, {
-      ttl_days: 7, valid_until: '2026-11-29T10:00:00Z', issued_at: '2026-11-22T10:00:00Z', hardware_id: 'machine-C', encrypted_key: true, signing_key_id: 'x',
+    assert.match(String(entry.details.checkout_id), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'voidCheckout names the checkout by it');
+    assert.deepEqual({ ...entry.details, signing_key_id: 'x', checkout_id: 'x' }, {
+      checkout_id: 'x', ttl_days: 7, valid_until: '2026-11-29T10:00:00Z', issued_at: '2026-11-22T10:00:00Z', hardware_id: 'machine-C', encrypted_key: true, signing_key_id: 'x',
     });
     const key = (await getLicenseDecryptionKey(db, keyed.id))!;
     assert.ok(!JSON.stringify(entries).includes(key.toString('hex')) && !JSON.stringify(entries).includes(key.toString('base64')));
