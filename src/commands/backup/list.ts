@@ -3,6 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { formatTable } from '../../cli/output.js';
 import { formatBytes } from '../../cli/progress.js';
 import type { BackupRecord } from '../../lib/backup/repository.js';
+import { backupView } from '../../lib/backup/view.js';
 
 export default class BackupList extends BaseCommand<typeof BackupList> {
   static override description = `List complete, verified backups, newest first. Reads only their index files: fast, and works while the database is down.
@@ -11,14 +12,14 @@ Warns on standard error (also with --json, whose output stays the list) about wh
     path: Flags.string({ description: 'Backup directory (default: backup.path).' }),
   };
 
-  async run(): Promise<BackupRecord[]> {
+  async run(): Promise<Array<BackupRecord & { id: string }>> {
     const config = await this.resolveConfig();
     const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/debris.js')]);
     const directory = this.flags.path ?? config.settings.backup.path;
-    const backups = await listBackups(directory);
+    const backups = (await listBackups(directory)).map(backupView);
     this.say(
       formatTable(backups, [
-        { header: 'ID', value: (b) => b.backup_id },
+        { header: 'ID', value: (b) => b.id },
         { header: 'CREATED', value: (b) => b.created_at },
         { header: 'SIZE', value: (b) => formatBytes(b.size) },
         { header: 'ENGINE', value: (b) => b.engine },

@@ -114,7 +114,9 @@ async function recordAndSign(db: Database, reference: string, ttlDays: number, h
   return {
     license_file: encodeSignedPayload(canonical, signature),
     filename: suggestedFilename(issued.payload),
-    valid_until: issued.payload.valid_until,
+    // The file's bytes keep whole seconds (docs/offline-license-format.md); the answer about
+    // it uses the one form every other answer does.
+    valid_until: new Date(issued.payload.valid_until).toISOString(),
   };
 }
 
@@ -140,7 +142,7 @@ async function issue(
   const issuedAt = truncateToSeconds(now(context));
   const licenseEnd = new Date(license.valid_until);
   if (licenseEnd.getTime() <= issuedAt.getTime()) {
-    throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${toRfc3339Seconds(licenseEnd)}`, {
+    throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${licenseEnd.toISOString()}`, {
       hint: 'Extend or replace the license before checking it out.',
     });
   }
@@ -157,7 +159,7 @@ async function issue(
   if (validUntil.getTime() <= validFrom.getTime()) {
     throw new LicenseServerError(
       'LICENSE_NOT_YET_VALID',
-      `license not yet valid: it starts at ${toRfc3339Seconds(validFrom)}, after a file of ${ttlDays} days would end`,
+      `license not yet valid: it starts at ${validFrom.toISOString()}, after a file of ${ttlDays} days would end`,
       { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
     );
   }
@@ -189,8 +191,9 @@ async function issue(
     entityId: license.id,
     details: {
       ttl_days: ttlDays,
-      valid_until: payload.valid_until,
-      issued_at: payload.issued_at,
+      // The file's own times (whole seconds), in the form of every other time in the log.
+      valid_until: new Date(payload.valid_until).toISOString(),
+      issued_at: new Date(payload.issued_at).toISOString(),
       hardware_id: hardwareId ?? null,
       encrypted_key: payload.encrypted_key !== undefined,
       signing_key_id: signer.keyId,
