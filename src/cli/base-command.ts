@@ -106,6 +106,15 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     if (!this.jsonEnabled()) this.log(text);
   }
 
+  /**
+   * What a create command prints (README, "Output for scripts"): the new record on a
+   * terminal; anywhere else only what a script needs of it, alone on its line, so that
+   * `id=$(license-server ... create ...)` works. --json prints the whole record instead.
+   */
+  protected sayCreated(onTerminal: string, forScripts: string): void {
+    this.say(process.stdout.isTTY ? onTerminal : forScripts);
+  }
+
   /** A warning on standard error, as one plain line (oclif's warn() wraps and decorates). */
   protected warnLine(text: string): void {
     this.logToStderr(`warning: ${text}`);

@@ -1,6 +1,7 @@
 import type { License } from '../lib/licensing/licenses.js';
 import type { CheckoutRecord } from '../lib/licensing/usage-view.js';
 import { escapeInvisible } from '../lib/validate.js';
+import type { LicenseFilePayload } from '../lib/offline/format.js';
 import { formatRecord, show } from './output.js';
 
 export function formatLicense(license: License & { recent_checkouts?: readonly CheckoutRecord[] }): string {
@@ -31,4 +32,14 @@ export function formatLicense(license: License & { recent_checkouts?: readonly C
       `${show(c.checked_out_at)} by ${show(escapeInvisible(c.actor))}, ${c.hardware_id === null ? 'unbound' : `for ${show(escapeInvisible(c.hardware_id))}`}, valid until ${show(c.valid_until)}${c.voided ? ' (voided: its file was not written)' : ''}`,
     ] as const),
   ]);
+}
+
+/**
+ * A .lic file's payload as commands show it: its times in the one form of every other time
+ * they print (README, "Output for scripts"). The file itself keeps the whole seconds that
+ * docs/offline-license-format.md fixes, and is never rewritten.
+ */
+export function payloadForOutput(payload: LicenseFilePayload): LicenseFilePayload {
+  const time = (value: string) => new Date(value).toISOString();
+  return { ...payload, valid_from: time(payload.valid_from), valid_until: time(payload.valid_until), issued_at: time(payload.issued_at) };
 }

@@ -22,9 +22,9 @@ export function show(value: unknown): string {
   if (value === null || value === undefined) return '-';
   if (typeof value === 'boolean') return value ? 'yes' : 'no';
   if (typeof value === 'string') {
-    // Full ISO timestamps are noisy in a table; seconds in UTC are what operators read.
-    if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(value)) return value.replace(/\.\d{3}Z$/, 'Z');
-    // Never let a stored value move the cursor or change colours in the operator's terminal.
+    // Timestamps are shown as --json has them (README, "Output for scripts"), so that text
+    // and JSON agree. Never let a stored value move the cursor or change colours in the
+    // operator's terminal.
     return value.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
   }
   return String(value);

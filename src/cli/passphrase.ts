@@ -28,12 +28,23 @@ export async function readPassphrase(options: { file: string | undefined; confir
     const questions = [{ type: 'password' as const, name: 'first', message: 'Passphrase', mask: '*' }];
     if (options.confirm) questions.push({ type: 'password' as const, name: 'second', message: 'Passphrase again', mask: '*' });
     const answers = await inquirer.prompt(questions, undefined);
-    if (options.confirm && answers.first !== answers.second) throw new LicenseServerError('PASSPHRASE_REQUIRED', 'the two passphrases differ');
+    if (options.confirm && answers.first !== answers.second) {
+      throw new LicenseServerError('PASSPHRASE_REQUIRED', 'the two passphrases differ', { hint: 'Type the same passphrase twice.' });
+    }
     passphrase = String(answers.first);
   }
-  if (passphrase === '') throw new LicenseServerError('PASSPHRASE_REQUIRED', 'the passphrase is empty');
+  // The table's hint ("pass --passphrase-file") is for a missing passphrase; one that was
+  // given but refused needs to be told where to fix it.
+  const fix = (what: string) => ({
+    hint: options.file === undefined ? `Type ${what}.` : `Write ${what} on the first line of ${options.file}.`,
+  });
+  if (passphrase === '') throw new LicenseServerError('PASSPHRASE_REQUIRED', 'the passphrase is empty', fix('the passphrase'));
   if (options.confirm && [...passphrase].length < MIN_PASSPHRASE_LENGTH) {
-    throw new LicenseServerError('PASSPHRASE_REQUIRED', `the passphrase has fewer than ${MIN_PASSPHRASE_LENGTH} characters`);
+    throw new LicenseServerError(
+      'PASSPHRASE_REQUIRED',
+      `the passphrase has fewer than ${MIN_PASSPHRASE_LENGTH} characters`,
+      fix(`a passphrase of at least ${MIN_PASSPHRASE_LENGTH} characters`),
+    );
   }
   return passphrase;
 }

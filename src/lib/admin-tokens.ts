@@ -106,7 +106,7 @@ export async function createAdminToken(db: Database, input: NewAdminToken, conte
     return { token, record };
   } catch (error) {
     if (isUniqueViolation(error)) {
-      throw new LicenseServerError('TOKEN_NAME_EXISTS', `a token named ${describe(name)} already exists`);
+      throw new LicenseServerError('TOKEN_NAME_EXISTS', `a token named ${describe(name)} exists or existed; names are never reused`);
     }
     throw error;
   }

@@ -129,7 +129,7 @@ export const ERROR_TABLE = {
     hint: 'Pass --passphrase-file, or run on a terminal to be asked for the passphrase.',
   },
   ENTITLEMENT_CODE_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Entitlement codes are unique; pick another code.' },
-  TOKEN_NAME_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Revoke the old token first or pick another name.' },
+  TOKEN_NAME_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Pick another name; `license-server token list --all` shows the names taken, revoked tokens\' included.' },
   IDEMPOTENCY_KEY_REUSED: {
     exit: EXIT.conflict,
     http: 409,

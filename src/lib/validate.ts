@@ -74,6 +74,8 @@ const SHOWN_CHARACTERS = 40;
  * Deliberately broad: any run of 28 letters and digits counts, hex keys included.
  */
 const SECRET_SHAPED = /[0-9A-Za-z]{4}(?:[\s_-]*[0-9A-Za-z]{4}){6}|lsat_/i;
+/** A UUID standing alone: an id, which is no secret, and what a reader needs to see. */
+const STANDALONE_UUID = /(?<![0-9A-Za-z])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![0-9A-Za-z])/gi;
 
 /**
  * A caller's value for an error message, short whatever came in: a string as at most
@@ -100,7 +102,7 @@ export function describe(value: unknown): string {
 }
 
 function describeString(value: string): string {
-  if (SECRET_SHAPED.test(value.slice(0, 10_000))) return `a string of ${value.length} characters (not shown: it looks like a key or token)`;
+  if (SECRET_SHAPED.test(value.slice(0, 10_000).replace(STANDALONE_UUID, ' '))) return `a string of ${value.length} characters (not shown: it looks like a key or token)`;
   let shown = '';
   let used = 0;
   for (; used < value.length && shown.length < SHOWN_CHARACTERS; used += 1) {

@@ -87,8 +87,9 @@ forEachEngine('backups from the command line', (fixture) => {
     assert.equal(statSync(path.join(dir, created.file)).mode & 0o777, 0o600);
     assert.deepEqual(readdirSync(dir).filter((name) => name.includes('partial') || name.startsWith('.tmp')), []);
     const listed = ok(await cli(['backup', 'list', '--json'])).json();
-    assert.equal(listed[0].backup_id, created.backup_id);
-    assert.deepEqual(Object.keys(listed[0]).sort(), ['backup_id', 'created_at', 'encrypted', 'engine', 'file', 'schema_version', 'sha256', 'size', 'tool_version', 'trigger', 'verified_at']);
+    assert.equal(listed[0].id, created.id);
+    assert.equal(listed[0].backup_id, created.id, 'the deprecated alias');
+    assert.deepEqual(Object.keys(listed[0]).sort(), ['backup_id', 'created_at', 'encrypted', 'engine', 'file', 'id', 'schema_version', 'sha256', 'size', 'tool_version', 'trigger', 'verified_at']);
     const validated = ok(await cli(['backup', 'validate', created.backup_id, '--json'])).json();
     assert.equal(validated.valid, true);
     assert.deepEqual(validated.checks.map((c: { check: string }) => c.check), ['archive', 'manifest', 'checksums', 'database']);

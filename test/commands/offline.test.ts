@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import canonicalize from 'canonicalize';
 import { checkoutLicense } from '../../src/lib/offline/checkout.js';
+import { decodeLicenseFile } from '../../src/lib/offline/format.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { runCli, type CliResult, ok } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
@@ -106,7 +107,10 @@ forEachEngine('offline license files from the command line', (fixture) => {
     const json = ok(await cli('license', 'checkout', plainId, '--ttl-days', '30', '--out', out, '--json')).json();
     assert.deepEqual(Object.keys(json).sort(), ['filename', 'license_file', 'valid_until']);
     assert.equal(readFileSync(out, 'utf8'), json.license_file);
-    assert.match(json.valid_until, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+    // The answer's time in the one form; the file itself keeps whole seconds.
+    assert.match(json.valid_until, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.000Z$/);
+    assert.equal(json.valid_until, new Date(decodeLicenseFile(json.license_file).payload.valid_until).toISOString());
+    assert.match(decodeLicenseFile(json.license_file).payload.valid_until, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
     const stdout = ok(await cli('license', 'checkout', plainId, '--ttl-days', '30', '--out', '-')).stdout;
     assert.match(stdout, /^[A-Za-z0-9+/]+=*\n$/);
   });

@@ -158,7 +158,7 @@ forEachEngine('HTTP API against a real serve process', (fixture) => {
     assert.deepEqual(payload.entitlements, answer.entitlements);
     const hours = (payload.exp! - payload.iat!) / 3600;
     assert.equal(hours, 72);
-    assert.equal(new Date(payload.exp! * 1000).toISOString().replace('.000Z', 'Z'), answer.grace_expires_at);
+    assert.equal(new Date(payload.exp! * 1000).toISOString(), answer.grace_expires_at);
     assert.ok(verifyGraceToken(answer.grace_token, pem, { hardwareId: 'machine-A' }));
 
     const [h, c, s] = answer.grace_token.split('.');

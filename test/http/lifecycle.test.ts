@@ -74,7 +74,7 @@ forEachEngine('license lifecycle over HTTP', (fixture) => {
     assert.equal(patched.status, 200, patched.text);
     assert.deepEqual(Object.keys(patched.body.changes).sort(), ['entitlement api.calls', 'max_machines', 'valid_until']);
     const answer = (await validate(license.key, 'P-1')).body;
-    assert.equal(answer.valid_until, '2091-07-01T00:00:00Z', 'a valid_until date runs through that day: the next day\'s 00:00:00, exclusive');
+    assert.equal(answer.valid_until, '2091-07-01T00:00:00.000Z', 'a valid_until date runs through that day: the next day\'s 00:00:00, exclusive');
     assert.deepEqual(answer.entitlements, [{ code: 'api.calls', name: 'API calls', usage_limit: 20 }]);
     const renewed = await call('POST', `/api/licenses/${license.id}/renew`, { by: '365d' });
     assert.equal(renewed.status, 200, renewed.text);

@@ -80,6 +80,16 @@ describe('describing a caller\'s value in an error message', () => {
     }
   });
 
+  it('shows a UUID standing alone, which is an id and no secret, and still hides one run together with a key', () => {
+    const id = '0b6c4f8e-3a1d-4e8e-9c2b-5f0d7a1e2c3b';
+    assert.equal(describeValue(id), `"${id}"`);
+    assert.equal(describeValue(id.toUpperCase()), `"${id.toUpperCase()}"`);
+    assert.equal(describeValue(`${id} ${id}`), `"${`${id} ${id}`.slice(0, 40)}..." (73 characters)`);
+    const key = generateLicenseKey();
+    assert.match(describeValue(`${id} ${key}`), /not shown/);
+    assert.match(describeValue(`${id}abcd${id}`), /not shown/, 'no longer a UUID standing alone');
+  });
+
   it('keeps ordinary short values readable', () => {
     assert.equal(describeValue('seats'), '"seats"');
     assert.throws(() => parseUuid('../..', 'license id'), /license id must be a UUID, got "\.\.\/\.\."/);

@@ -2,6 +2,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatBytes, withProgress } from '../../cli/progress.js';
 import type { BackupRecord } from '../../lib/backup/repository.js';
+import { backupView } from '../../lib/backup/view.js';
 
 export default class BackupCreate extends BaseCommand<typeof BackupCreate> {
   static override description = `Create a verified backup: database, configuration (without secrets) and notification settings.
@@ -11,7 +12,7 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
     path: Flags.string({ description: 'Directory to write the backup to (default: backup.path).' }),
   };
 
-  async run(): Promise<BackupRecord & { pruned: string[] }> {
+  async run(): Promise<BackupRecord & { id: string; pruned: string[] }> {
     const interactive = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
     const record = await this.withDatabase(async (db, config) => {
       if (!config.settings.backup.encryptionKey) {
@@ -52,10 +53,10 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
       // Retention runs only after a verified backup exists, so it can never leave none.
       const directory = this.flags.path ?? config.settings.backup.path;
       const plan = await pruneBackups({ directory, policy: config.settings.backup, context: this.operationContext(), db, databaseUrl: config.settings.database.url, key: config.settings.backup.encryptionKey });
-      return { ...created, pruned: plan.remove.map((backup) => backup.backup_id) };
+      return { ...backupView(created), pruned: plan.remove.map((backup) => backup.backup_id) };
     });
     const pruned = record.pruned.length ? `; pruned ${record.pruned.length} old backup(s)` : '';
-    this.say(`created backup ${record.backup_id}: ${formatBytes(record.size)}, ${record.engine}, schema ${record.schema_version}, ${record.encrypted ? 'encrypted' : 'NOT encrypted'}, verified (${record.file})${pruned}`);
+    this.say(`created backup ${record.id}: ${formatBytes(record.size)}, ${record.engine}, schema ${record.schema_version}, ${record.encrypted ? 'encrypted' : 'NOT encrypted'}, verified (${record.file})${pruned}`);
     return record;
   }
 }

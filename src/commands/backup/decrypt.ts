@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import * as Args from '@oclif/core/args';
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
@@ -12,13 +13,19 @@ Every chunk is authenticated before its bytes are written. The output is written
 
   async run(): Promise<{ file: string; out: string }> {
     const config = await this.resolveConfig();
-    const key = config.settings.backup.encryptionKey;
-    if (!key) throw new LicenseServerError('BACKUP_KEY_REQUIRED', 'set backup.encryption_key (LICENSE_BACKUP_ENCRYPTION_KEY) to the key the backup was made with');
-    const [{ DecryptStream }, { writeStreamDurably }, { createReadStream }] = await Promise.all([
+    const [{ DecryptStream, sniff }, { writeStreamDurably }, { createReadStream }] = await Promise.all([
       import('../../lib/backup/encryption.js'),
       import('../../lib/files/durable-write.js'),
       import('node:fs'),
     ]);
+    // Looked at before the key is asked for: a backup made without one needs neither.
+    if (sniff(await readStart(this.args.file)) === 'gzip') {
+      throw new LicenseServerError('INVALID_INPUT', `${this.args.file} is not encrypted: it is a plain .tar.gz backup already`, {
+        hint: `Open it with tar -xzf; only an encrypted backup (.enc) needs \`backup decrypt\`.`,
+      });
+    }
+    const key = config.settings.backup.encryptionKey;
+    if (!key) throw new LicenseServerError('BACKUP_KEY_REQUIRED', 'set backup.encryption_key (LICENSE_BACKUP_ENCRYPTION_KEY) to the key the backup was made with');
     try {
       await writeStreamDurably(this.flags.out, createReadStream(this.args.file), [new DecryptStream(key)], { mode: 0o600 });
     } catch (error) {
@@ -27,5 +34,23 @@ Every chunk is authenticated before its bytes are written. The output is written
     }
     this.say(`decrypted ${this.args.file} into ${this.flags.out}; open it with tar -xzf`);
     return { file: this.args.file, out: this.flags.out };
+  }
+}
+
+/** The first bytes of the file, which tell an encrypted backup from a plain one. */
+async function readStart(file: string): Promise<Buffer> {
+  let handle;
+  try {
+    handle = await open(file, 'r');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new LicenseServerError('BACKUP_NOT_FOUND', `cannot open ${file}`);
+    throw error;
+  }
+  try {
+    const start = Buffer.alloc(4);
+    const { bytesRead } = await handle.read(start, 0, start.length, 0);
+    return start.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
   }
 }

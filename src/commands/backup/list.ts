@@ -4,6 +4,7 @@ import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { formatBytes } from '../../cli/progress.js';
 import type { BackupRecord } from '../../lib/backup/repository.js';
+import { backupView } from '../../lib/backup/view.js';
 
 export default class BackupList extends BaseCommand<typeof BackupList> {
   static override description = `List complete, verified backups, newest first. Reads only their index files: fast, and works while the database is down.
@@ -13,7 +14,7 @@ Warns on standard error (also with --json, whose output stays the list) about wh
     ...pagingFlags,
   };
 
-  async run(): Promise<BackupRecord[]> {
+  async run(): Promise<Array<BackupRecord & { id: string }>> {
     const config = await this.resolveConfig();
     const [{ listBackups }, { findDebris }, { pageOf }] = await Promise.all([
       import('../../lib/backup/repository.js'),
@@ -21,10 +22,10 @@ Warns on standard error (also with --json, whose output stays the list) about wh
       import('../../lib/paging.js'),
     ]);
     const directory = this.flags.path ?? config.settings.backup.path;
-    const backups = pageOf(await listBackups(directory), { limit: this.flags.limit, offset: this.flags.offset });
+    const backups = pageOf(await listBackups(directory), { limit: this.flags.limit, offset: this.flags.offset }).map(backupView);
     this.say(
       formatTable(backups, [
-        { header: 'ID', value: (b) => b.backup_id },
+        { header: 'ID', value: (b) => b.id },
         { header: 'CREATED', value: (b) => b.created_at },
         { header: 'SIZE', value: (b) => formatBytes(b.size) },
         { header: 'ENGINE', value: (b) => b.engine },

@@ -4,6 +4,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { formatRecord } from '../../cli/output.js';
 import { withProgress } from '../../cli/progress.js';
 import type { BackupValidation } from '../../lib/backup/validate.js';
+import { backupView } from '../../lib/backup/view.js';
 
 export default class BackupValidate extends BaseCommand<typeof BackupValidate> {
   static override description = `Check one backup thoroughly: every chunk, every checksum, the manifest, and the database itself.
@@ -11,7 +12,7 @@ SQLite: integrity_check of the extracted snapshot. PostgreSQL: a load into a scr
   static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file.', required: true }) };
   static override flags = { path: Flags.string({ description: 'Backup directory (default: backup.path).' }) };
 
-  async run(): Promise<BackupValidation & { valid: true }> {
+  async run(): Promise<BackupValidation & { valid: true; id: string }> {
     const config = await this.resolveConfig();
     const { validateBackup } = await import('../../lib/backup/validate.js');
     const { isPostgresUrl } = await import('../../lib/storage/open.js');
@@ -28,6 +29,6 @@ SQLite: integrity_check of the extracted snapshot. PostgreSQL: a load into a scr
     );
     this.say(`backup ${report.backup_id} is valid`);
     this.say(formatRecord(report.checks.map((check) => [check.check, check.detail] as const)));
-    return { valid: true, ...report };
+    return { valid: true, ...backupView(report) };
   }
 }

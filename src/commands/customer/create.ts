@@ -14,7 +14,7 @@ On a terminal it shows the new record; otherwise it prints the new customer's id
   async run(): Promise<Customer> {
     const name = await this.ask(this.flags.name, 'name', 'Customer name:');
     const customer = await this.withDatabase((db) => createCustomer(db, { name }, this.operationContext()));
-    this.say(process.stdout.isTTY ? formatRecord([['Created customer', customer.id], ['name', customer.name], ['active', customer.active]]) : customer.id);
+    this.sayCreated(formatRecord([['Created customer', customer.id], ['name', customer.name], ['active', customer.active]]), customer.id);
     return customer;
   }
 }

@@ -4,7 +4,8 @@ import { formatRecord } from '../../cli/output.js';
 import { createEntitlement, type Entitlement } from '../../lib/licensing/entitlements.js';
 
 export default class EntitlementCreate extends BaseCommand<typeof EntitlementCreate> {
-  static override description = 'Create an entitlement: a licensed feature that licenses can grant.';
+  static override description = `Create an entitlement: a licensed feature that licenses can grant.
+On a terminal it shows the new record; otherwise it prints the new entitlement's id alone. --json gives the whole record.`;
   static override examples = ['<%= config.bin %> entitlement create --code reports.export --name "Export reports"'];
   static override flags = {
     code: Flags.string({ description: 'Unique code: letters, digits, "_", "." or "-" (max 64).' }),
@@ -15,7 +16,7 @@ export default class EntitlementCreate extends BaseCommand<typeof EntitlementCre
     const code = await this.ask(this.flags.code, 'code', 'Entitlement code:');
     const name = await this.ask(this.flags.name, 'name', 'Display name:');
     const entitlement = await this.withDatabase((db) => createEntitlement(db, { code, name }, this.operationContext()));
-    this.say(formatRecord([['Created entitlement', entitlement.code], ['id', entitlement.id], ['name', entitlement.name]]));
+    this.sayCreated(formatRecord([['Created entitlement', entitlement.code], ['id', entitlement.id], ['name', entitlement.name]]), entitlement.id);
     return entitlement;
   }
 }

@@ -5,7 +5,8 @@ import { parseLeaseHours, parseMaxMachines, parseMetadataPairs } from '../../lib
 import { createLicense, LICENSE_TYPES, parseEntitlementGrant, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
-  static override description = 'Create a license for a customer; prints its id and its key.';
+  static override description = `Create a license for a customer.
+On a terminal it shows the new license, its key among it; otherwise it prints the new license's id alone, so that license=$(license-server license create ...) works. --json gives the whole record, key included.`;
   static override examples = [
     '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --entitlement reports.export --entitlement seats:25 --with-decryption-key',
     '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --max-machines 5 --floating --lease-hours 2',
@@ -44,7 +45,7 @@ export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
         this.operationContext(),
       ),
     );
-    this.say(`Created license ${license.id}\n${formatLicense(license)}`);
+    this.sayCreated(`Created license ${license.id}\n${formatLicense(license)}`, license.id);
     return license;
   }
 }

@@ -1,6 +1,7 @@
 import * as Args from '@oclif/core/args';
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
+import { payloadForOutput } from '../../cli/license-output.js';
 import { formatRecord } from '../../cli/output.js';
 import { readLicenseFileArgument, readPublicKeyFile, storedPublicKey } from '../../cli/public-key.js';
 import { decodeLicenseFile, type LicenseFilePayload } from '../../lib/offline/format.js';
@@ -19,10 +20,11 @@ The signature is checked with --public-key, or with the key of the configured st
 
   async run(): Promise<LicenseFilePayload & { signature: SignatureStatus; window: WindowStatus }> {
     const file = readLicenseFileArgument(this.args.file);
-    const { payload } = decodeLicenseFile(file);
+    const decoded = decodeLicenseFile(file);
+    const payload = payloadForOutput(decoded.payload);
     const publicKey = this.flags['public-key'] ? readPublicKeyFile(this.flags['public-key']) : await storedPublicKey(await this.resolveConfig());
     const signature = signatureStatus(file, publicKey);
-    const window = windowStatus(payload);
+    const window = windowStatus(decoded.payload);
     this.say(formatRecord([
       ['signature', signature === 'unchecked' ? 'unchecked (no public key; pass --public-key)' : signature],
       ['window', window.replace(/_/g, ' ')],

@@ -1,6 +1,7 @@
 import * as Args from '@oclif/core/args';
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
+import { payloadForOutput } from '../../cli/license-output.js';
 import { formatRecord } from '../../cli/output.js';
 import { readLicenseFileArgument, readPublicKeyFile, storedPublicKey } from '../../cli/public-key.js';
 import { LicenseServerError } from '../../lib/errors.js';
@@ -47,7 +48,7 @@ Exits 0 only for a valid file; otherwise prints the reason (signature verificati
     if (!publicKey) throw new LicenseServerError('SIGNING_KEY_MISSING', 'no signing key is stored here to verify with');
     const skipped = flags['skip-hardware-check'];
     const verified = verifyLicenseFile(file, { publicKey, hardwareId, skipHardwareCheck: skipped });
-    const { payload } = verified;
+    const payload = payloadForOutput(verified.payload);
     const bound = payload.hardware_id !== '';
     const binding = !bound
       ? 'not bound to a machine'

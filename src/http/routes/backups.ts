@@ -2,6 +2,7 @@ import type { RouteDependencies } from '../app.js';
 import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { BACKUP_ID } from '../../lib/backup/manifest.js';
+import { backupView } from '../../lib/backup/view.js';
 import { expectFields } from '../fields.js';
 import type { Route } from '../router.js';
 
@@ -27,7 +28,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/debris.js')]);
         const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
         const warnings = await findDebris({ directory: directory(), databaseUrl: deps.settings.database.url });
-        return { json: { backups: await listBackups(directory()), scheduler, warnings } };
+        return { json: { backups: (await listBackups(directory())).map(backupView), scheduler, warnings } };
       },
     },
     {
@@ -41,7 +42,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         try {
           const record = await runBackup(deps.state, deps.toolVersion, 'manual', context(actor));
           deps.notifier?.emit('backup.succeeded', { backup_id: record.backup_id, trigger: 'manual', size: record.size, encrypted: record.encrypted, actor });
-          return { status: 201, json: record };
+          return { status: 201, json: backupView(record) };
         } catch (error) {
           // Another backup running is not a failure worth an alert.
           if (!(error instanceof LicenseServerError && error.code === 'BACKUP_IN_PROGRESS')) {
@@ -105,7 +106,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
           throw error;
         }
         await audit({ valid: true });
-        return { json: { valid: true, ...report, file: undefined } };
+        return { json: { valid: true, ...backupView(report), file: undefined } };
       },
     },
     {

@@ -299,7 +299,9 @@ export function licenseParam(reference: string): string {
   if (isUuid(reference)) return reference.toLowerCase();
   const key = normalizeLicenseKey(reference);
   if (!key) {
-    throw new LicenseServerError('INVALID_ID', `expected a license id (UUID) or a license key, got ${describeReference(reference)}`);
+    throw new LicenseServerError('INVALID_ID', `expected a license id (UUID) or a license key, got ${describeReference(reference)}`, {
+      hint: 'Name a license by its id, a UUID such as 0b6c4f8e-3a1d-4e8e-9c2b-5f0d7a1e2c3b, or by its key, seven groups of four characters such as 7KQ2-M9XD-1RTV-...',
+    });
   }
   return key;
 }
@@ -311,7 +313,12 @@ export function licenseNotFound(reference: string): LicenseServerError {
 /** Never echoes a whole license key back: error text can end up in logs. */
 function describeReference(reference: string): string {
   if (isUuid(reference)) return `id ${reference.toLowerCase()}`;
-  return normalizeLicenseKey(reference) ? `the key ${licenseKeyPrefix(normalizeLicenseKey(reference)!)}...` : 'that reference';
+  const key = normalizeLicenseKey(reference);
+  if (key) return `the key ${licenseKeyPrefix(key)}...`;
+  // A mistyped key is still nearly a key: show no more of it than a key's prefix, which
+  // lists and the audit log show anyway.
+  const shown = licenseKeyPrefix(reference);
+  return shown.length === reference.length ? describe(reference) : `${describe(shown)} and ${reference.length - shown.length} more characters`;
 }
 
 const IN_CHUNK = 500;

@@ -122,7 +122,7 @@ export async function admitMachine(
         return {
           admitted: false,
           reason: 'MACHINE_LIMIT_EXCEEDED',
-          message: `all ${license.max_machines} machine${license.max_machines === 1 ? '' : 's'} of this license are in use`,
+          message: seatsTaken(license.max_machines, 'this license'),
         };
       }
     }
@@ -367,6 +367,13 @@ function seatStillHeld(machine: Machine, at: Date): string[] {
   return warnings;
 }
 
+/** Why a machine is refused a seat, in words that also fit a limit of one. */
+function seatsTaken(max: number, license: string): string {
+  return max === 1
+    ? `${license} allows 1 machine at a time, and another machine holds its seat`
+    : `${license} allows ${max} machines at a time, and other machines hold all ${max} seats`;
+}
+
 /** Lets a deactivated machine validate again; it needs a free seat like a new machine. */
 export async function reactivateMachine(db: Database, id: string, context: OperationContext): Promise<MachineChange> {
   const machineId = parseUuid(id, 'machine id');
@@ -379,7 +386,7 @@ export async function reactivateMachine(db: Database, id: string, context: Opera
     if (license.max_machines !== null && !license.floating && !holdsSeat(row, license.floating, at)) {
       const used = await countSeats(tx, license, at);
       if (used >= license.max_machines) {
-        throw new LicenseServerError('MACHINE_LIMIT_EXCEEDED', `all ${license.max_machines} machines of license ${license.id} are in use`, {
+        throw new LicenseServerError('MACHINE_LIMIT_EXCEEDED', seatsTaken(license.max_machines, `license ${license.id}`), {
           hint: 'Free a seat first (`machine deactivate ID`, or `machine release ID --lost-file` for a lost offline file), or raise the limit with `license update --max-machines`.',
         });
       }

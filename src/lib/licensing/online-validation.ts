@@ -70,7 +70,7 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
     throw new LicenseServerError('INVALID_INPUT', 'license_key must be a string');
   }
   const at = now(context);
-  const serverTime = toRfc3339Seconds(at);
+  const serverTime = at.toISOString();
   const signer = await getSigner(db);
   // One transaction: the license, its machine and its key are read and the seat taken as one
   // step, and under load the work of many validations shares one lock round (SqliteDatabase).
@@ -122,19 +122,21 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
     signer.keyId,
     (message) => signer.sign(message),
   );
+  // The answer's times are the API's one form, to the millisecond; only the token's claims
+  // keep the whole seconds docs/grace-token.md fixes.
   const answer: ValidAnswer = {
     valid: true,
     license_id: license.id,
     license_key_prefix: license.key_prefix,
     license_type: license.type,
-    valid_from: toRfc3339Seconds(new Date(license.valid_from)),
-    valid_until: toRfc3339Seconds(new Date(license.valid_until)),
+    valid_from: license.valid_from,
+    valid_until: license.valid_until,
     entitlements,
     ...(decryptionKey ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
     grace_token: graceToken,
-    grace_expires_at: toRfc3339Seconds(new Date(expires * 1000)),
+    grace_expires_at: new Date(expires * 1000).toISOString(),
     machine_id: admission.machine.id,
-    ...(license.floating ? { lease_expires_at: toRfc3339Seconds(new Date(expires * 1000)) } : {}),
+    ...(license.floating ? { lease_expires_at: new Date(expires * 1000).toISOString() } : {}),
     server_time: serverTime,
   };
   decryptionKey?.fill(0);
@@ -173,14 +175,14 @@ export interface ReleaseAnswer {
 export async function releaseSeat(db: Database, request: { license_key: unknown; hardware_id: unknown }, context: OperationContext): Promise<ReleaseAnswer> {
   const hardwareId = parseHardwareId(request.hardware_id);
   if (typeof request.license_key !== 'string') throw new LicenseServerError('INVALID_INPUT', 'license_key must be a string');
-  const serverTime = toRfc3339Seconds(now(context));
+  const serverTime = now(context).toISOString();
   const license = await findLicenseByKey(db, request.license_key);
   if (!license) throw new LicenseServerError('LICENSE_NOT_FOUND', 'no license has this key');
   if (!license.floating) {
     return { released: false, seat_free_at: null, message: 'the license is not floating: a machine keeps its seat until it is deactivated', server_time: serverTime };
   }
   const { released, seatFreeAt, heldByFile } = await releaseLease(db, license, hardwareId, context);
-  const freeAt = seatFreeAt === null ? null : toRfc3339Seconds(seatFreeAt);
+  const freeAt = seatFreeAt === null ? null : seatFreeAt.toISOString();
   const message = freeAt === null
     ? 'this machine held no lease'
     : heldByFile
@@ -210,10 +212,10 @@ export function checkUsable(license: License, at: Date): { reason: InvalidReason
   if (!license.active) return { reason: 'LICENSE_INACTIVE', message: 'the license is not active' };
   if (!license.customer_active) return { reason: 'CUSTOMER_INACTIVE', message: 'the customer is not active' };
   if (at.getTime() < Date.parse(license.valid_from)) {
-    return { reason: 'LICENSE_NOT_YET_VALID', message: `the license starts at ${toRfc3339Seconds(new Date(license.valid_from))}` };
+    return { reason: 'LICENSE_NOT_YET_VALID', message: `the license starts at ${license.valid_from}` };
   }
   if (at.getTime() >= Date.parse(license.valid_until)) {
-    return { reason: 'LICENSE_EXPIRED', message: `the license expired at ${toRfc3339Seconds(new Date(license.valid_until))}` };
+    return { reason: 'LICENSE_EXPIRED', message: `the license expired at ${license.valid_until}` };
   }
   return undefined;
 }

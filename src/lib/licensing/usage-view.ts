@@ -38,7 +38,8 @@ export async function getLicenseView(db: Queryable, reference: string, at: Date)
       checked_out_at: entry.occurred_at,
       actor: entry.actor,
       hardware_id: typeof entry.details.hardware_id === 'string' ? entry.details.hardware_id : null,
-      valid_until: String(entry.details.valid_until),
+      // Older entries hold the file's whole-second form; shown in the one form all times take.
+      valid_until: asIso(String(entry.details.valid_until)),
       voided: entry.details.checkout_id !== undefined && voided.has(entry.details.checkout_id),
     })),
   };

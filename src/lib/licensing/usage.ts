@@ -8,7 +8,7 @@ import { checkUsable, findLicenseByKey } from './online-validation.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable } from '../storage/types.js';
 import { asInt, asIntOrNull } from '../storage/values.js';
-import { describe, parseTimestamp, toRfc3339Seconds } from '../validate.js';
+import { describe, parseTimestamp } from '../validate.js';
 
 export interface UsageReport {
   readonly license_key: unknown;
@@ -139,7 +139,7 @@ function parseReport(report: UsageReport, at: Date): ParsedReport {
   if (typeof report.occurred_at !== 'string') throw new LicenseServerError('INVALID_INPUT', 'occurred_at must be an RFC 3339 timestamp');
   const occurredAt = parseTimestamp(report.occurred_at, 'occurred_at');
   if (occurredAt.getTime() > at.getTime() + FUTURE_TOLERANCE_MS) {
-    throw new LicenseServerError('INVALID_INPUT', `occurred_at ${toRfc3339Seconds(occurredAt)} is in the future`);
+    throw new LicenseServerError('INVALID_INPUT', `occurred_at ${occurredAt.toISOString()} is in the future`);
   }
   const key = report.idempotency_key;
   if (typeof key !== 'string' || !/^[\x21-\x7e]{1,128}$/.test(key)) {

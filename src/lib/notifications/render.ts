@@ -19,5 +19,5 @@ export const SAMPLE_DATA: Record<string, Record<string, unknown>> = {
   'backup.succeeded': { backup_id: '20261122T020000000Z-3f9a1c', trigger: 'scheduled', size: 314572800, encrypted: true },
   'backup.failed': { trigger: 'scheduled', error: 'no space left on the device' },
   'backup.restored': { backup_id: '20261122T020000000Z-3f9a1c', pre_restore_backup_id: '20261122T101500123Z-77aa01', actor: 'token:ops' },
-  'license.checked_out': { license_id: 'c2a1b9e4-5d7f-4a3b-9e1c-0f2d3b4a5c6d', license_key_prefix: '7KQ2-M9X', valid_until: '2026-12-22T10:00:00Z', hardware_id: 'HW-1', actor: 'token:ops' },
+  'license.checked_out': { license_id: 'c2a1b9e4-5d7f-4a3b-9e1c-0f2d3b4a5c6d', license_key_prefix: '7KQ2-M9X', valid_until: '2026-12-22T10:00:00.000Z', hardware_id: 'HW-1', actor: 'token:ops' },
 };

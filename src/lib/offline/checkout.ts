@@ -152,7 +152,9 @@ async function recordAndSign(
   const result = {
     license_file: encodeSignedPayload(canonical, signature),
     filename: suggestedFilename(issued.payload),
-    valid_until: issued.payload.valid_until,
+    // The file's bytes keep whole seconds (docs/offline-license-format.md); the answer about
+    // it uses the one form every other answer does.
+    valid_until: new Date(issued.payload.valid_until).toISOString(),
   };
   const ticket = { checkoutId: issued.checkoutId, licenseId: issued.payload.license_id, hardwareId, validUntil: issued.payload.valid_until, machineCreated: issued.machineCreated };
   return { result, ticket, publicKey: issued.signer.publicKey };
@@ -182,7 +184,7 @@ async function issue(
   const issuedAt = truncateToSeconds(now(context));
   const licenseEnd = new Date(license.valid_until);
   if (licenseEnd.getTime() <= issuedAt.getTime()) {
-    throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${toRfc3339Seconds(licenseEnd)}`, {
+    throw new LicenseServerError('LICENSE_EXPIRED', `license expired at ${licenseEnd.toISOString()}`, {
       hint: 'Extend or replace the license before checking it out.',
     });
   }
@@ -199,7 +201,7 @@ async function issue(
   if (validUntil.getTime() <= validFrom.getTime()) {
     throw new LicenseServerError(
       'LICENSE_NOT_YET_VALID',
-      `license not yet valid: it starts at ${toRfc3339Seconds(validFrom)}, after a file of ${ttlDays} days would end`,
+      `license not yet valid: it starts at ${validFrom.toISOString()}, after a file of ${ttlDays} days would end`,
       { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
     );
   }
@@ -235,8 +237,9 @@ async function issue(
     details: {
       checkout_id: checkoutId,
       ttl_days: ttlDays,
-      valid_until: payload.valid_until,
-      issued_at: payload.issued_at,
+      // The file's own times (whole seconds), in the form of every other time in the log.
+      valid_until: new Date(payload.valid_until).toISOString(),
+      issued_at: new Date(payload.issued_at).toISOString(),
       hardware_id: hardwareId ?? null,
       encrypted_key: payload.encrypted_key !== undefined,
       signing_key_id: signer.keyId,

@@ -51,7 +51,8 @@ forEachEngine('checkout', (fixture) => {
 
   it('signs a file valid for ttl_days from now, starting at the license\'s own start, with sorted entitlements', async () => {
     const result = await checkoutLicense(db, plain.key, { ttlDays: 30 }, context);
-    assert.equal(result.valid_until, '2026-12-22T10:00:00Z');
+    // The answer's time in the API's one form; the signed payload keeps whole seconds.
+    assert.equal(result.valid_until, '2026-12-22T10:00:00.000Z');
     assert.equal(result.filename, `license-${plain.key_prefix}-20261122T100000Z.lic`);
     assert.match(result.license_file, /^[A-Za-z0-9+/]+=*\n$/);
     const { payload } = verifyLicenseFile(result.license_file, { publicKey, now: fixedNow });
@@ -72,11 +73,12 @@ forEachEngine('checkout', (fixture) => {
 
   it('never lets the file outlive the license (valid_until = min(now + ttl, license end))', async () => {
     const result = await checkoutLicense(db, shortLived.id, { ttlDays: 365 }, context);
-    assert.equal(result.valid_until, shortLived.valid_until.replace('.000Z', 'Z'));
+    assert.equal(result.valid_until, shortLived.valid_until);
+    assert.equal(decodeLicenseFile(result.license_file).payload.valid_until, shortLived.valid_until.replace('.000Z', 'Z'));
     const yearLong = await checkoutLicense(db, plain.id, { ttlDays: 365 }, context);
-    assert.equal(yearLong.valid_until, '2027-11-22T10:00:00Z');
+    assert.equal(yearLong.valid_until, '2027-11-22T10:00:00.000Z');
     const oneDay = await checkoutLicense(db, plain.id, { ttlDays: 1 }, context);
-    assert.equal(oneDay.valid_until, '2026-11-23T10:00:00Z');
+    assert.equal(oneDay.valid_until, '2026-11-23T10:00:00.000Z');
   });
 
   it('seals the decryption key for the hardware ID, and only that one can open it', async () => {
@@ -106,7 +108,7 @@ forEachEngine('checkout', (fixture) => {
     assert.equal(entry.occurred_at, fixedNow.toISOString());
     assert.match(String(entry.details.checkout_id), /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/, 'voidCheckout names the checkout by it');
     assert.deepEqual({ ...entry.details, signing_key_id: 'x', checkout_id: 'x' }, {
-      checkout_id: 'x', ttl_days: 7, valid_until: '2026-11-29T10:00:00Z', issued_at: '2026-11-22T10:00:00Z', hardware_id: 'machine-C', encrypted_key: true, signing_key_id: 'x',
+      checkout_id: 'x', ttl_days: 7, valid_until: '2026-11-29T10:00:00.000Z', issued_at: '2026-11-22T10:00:00.000Z', hardware_id: 'machine-C', encrypted_key: true, signing_key_id: 'x',
     });
     const key = (await getLicenseDecryptionKey(db, keyed.id))!;
     assert.ok(!JSON.stringify(entries).includes(key.toString('hex')) && !JSON.stringify(entries).includes(key.toString('base64')));

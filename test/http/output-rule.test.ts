@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict';
+import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
+import { forEachEngine } from '../support/engines.js';
+import { strayTimesIn, unnamedRecords } from '../support/output-rule.js';
+import { api, startServe, type ServeProcess } from '../support/serve.js';
+
+/**
+ * The output rule of README.md ("Output for scripts") over every route of the daemon, so
+ * that a new route cannot escape it: a JSON answer's records name themselves `id` (signing
+ * keys: `key_id`), and every time in it is RFC 3339 in UTC to the millisecond. Only the
+ * grace token's claims and the .lic file keep their whole seconds (they are signed).
+ */
+interface Case {
+  readonly method: string;
+  readonly path: () => string;
+  readonly body?: () => unknown;
+  readonly client?: boolean;
+  readonly records?: (json: any) => unknown[];
+  readonly idKey?: 'key_id';
+}
+
+forEachEngine('output for scripts: one rule over every route of the daemon', (fixture) => {
+  let serve: ServeProcess;
+  const at = { customer: '', license: '', key: '', machine: '', backup: '', retire: '' };
+
+  before(async () => {
+    serve = await startServe({ LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_CLIENT_RATE_LIMIT: '0', LICENSE_BACKUP_ENCRYPTION_KEY: 'ab'.repeat(32) });
+  });
+  after(async () => {
+    if (serve) assert.equal((await serve.stop()).code, 0);
+  });
+
+  const one = (json: any) => [json];
+  const each = (json: any) => json as unknown[];
+  const client = () => ({ license_key: at.key, hardware_id: 'HW-1' });
+  // In the order they run: what a route needs, an earlier one made.
+  const cases: Record<string, Case | { skip: string }> = {
+    'GET /healthz': { method: 'GET', path: () => '/healthz' },
+    'GET /readyz': { method: 'GET', path: () => '/readyz' },
+    'GET /': { skip: 'a redirect to the admin page' },
+    'GET /admin': { skip: 'a redirect to the admin page' },
+    'GET /admin/': { skip: 'the admin page: HTML' },
+    'GET /admin/admin.js': { skip: 'the admin page: JavaScript' },
+    'GET /admin/admin.css': { skip: 'the admin page: CSS' },
+    'POST /api/customers': { method: 'POST', path: () => '/api/customers', body: () => ({ name: 'Initech' }), records: one },
+    'GET /api/customers': { method: 'GET', path: () => '/api/customers', records: each },
+    'GET /api/customers/{id}': { method: 'GET', path: () => `/api/customers/${at.customer}`, records: one },
+    'POST /api/customers/{id}/deactivate': { method: 'POST', path: () => `/api/customers/${at.customer}/deactivate`, records: one },
+    'POST /api/customers/{id}/activate': { method: 'POST', path: () => `/api/customers/${at.customer}/activate`, records: one },
+    'POST /api/entitlements': { method: 'POST', path: () => '/api/entitlements', body: () => ({ code: 'seats', name: 'Seats' }), records: one },
+    'GET /api/entitlements': { method: 'GET', path: () => '/api/entitlements', records: each },
+    'POST /api/licenses': {
+      method: 'POST',
+      path: () => '/api/licenses',
+      body: () => ({ customer_id: at.customer, type: 'hybrid', valid_until: '2099-12-31', max_machines: 3, entitlements: [{ code: 'seats', usage_limit: 50 }] }),
+      records: one,
+    },
+    'GET /api/licenses': { method: 'GET', path: () => '/api/licenses', records: each },
+    'GET /api/licenses/{id}': { method: 'GET', path: () => `/api/licenses/${at.license}`, records: one },
+    'PATCH /api/licenses/{id}': { method: 'PATCH', path: () => `/api/licenses/${at.license}`, body: () => ({ metadata: { crm_id: 'AC-1' } }), records: (json) => [json.license] },
+    'POST /api/licenses/{id}/renew': { method: 'POST', path: () => `/api/licenses/${at.license}/renew`, body: () => ({ by: '1d' }), records: (json) => [json.license] },
+    'POST /api/licenses/{id}/deactivate': { method: 'POST', path: () => `/api/licenses/${at.license}/deactivate`, records: one },
+    'POST /api/licenses/{id}/activate': { method: 'POST', path: () => `/api/licenses/${at.license}/activate`, records: one },
+    'POST /api/v1/validate': { method: 'POST', path: () => '/api/v1/validate', client: true, body: () => ({ ...client(), version: '2.1.0' }) },
+    'POST /api/v1/usage': {
+      method: 'POST',
+      path: () => '/api/v1/usage',
+      client: true,
+      body: () => ({ ...client(), entitlement_code: 'seats', quantity: 2, occurred_at: new Date().toISOString(), idempotency_key: 'report-1' }),
+    },
+    'POST /api/v1/release': { method: 'POST', path: () => '/api/v1/release', client: true, body: client },
+    'GET /api/licenses/{id}/usage': { method: 'GET', path: () => `/api/licenses/${at.license}/usage`, records: each },
+    'POST /api/licenses/{id}/checkout': { method: 'POST', path: () => `/api/licenses/${at.license}/checkout`, body: () => ({ ttl_days: 30, hardware_id: 'HW-2' }) },
+    'GET /api/machines': { method: 'GET', path: () => '/api/machines', records: each },
+    'GET /api/machines/{id}': { method: 'GET', path: () => `/api/machines/${at.machine}`, records: one },
+    'POST /api/machines/{id}/deactivate': { method: 'POST', path: () => `/api/machines/${at.machine}/deactivate`, records: (json) => [json.machine] },
+    'POST /api/machines/{id}/activate': { method: 'POST', path: () => `/api/machines/${at.machine}/activate`, records: (json) => [json.machine] },
+    'POST /api/machines/{id}/release': { method: 'POST', path: () => `/api/machines/${at.machine}/release`, body: () => ({ lost_file: true }), records: (json) => [json.machine] },
+    'GET /api/audit': { method: 'GET', path: () => '/api/audit?limit=10000', records: each },
+    'GET /api/whoami': { method: 'GET', path: () => '/api/whoami' },
+    'GET /api/signing-key': { method: 'GET', path: () => '/api/signing-key' },
+    'POST /api/signing-keys/rotate': { method: 'POST', path: () => '/api/signing-keys/rotate', records: (json) => [json.previous, json.active], idKey: 'key_id' },
+    'GET /api/signing-keys': { method: 'GET', path: () => '/api/signing-keys', records: (json) => json.keys, idKey: 'key_id' },
+    'GET /api/signing-keys/jwks': { method: 'GET', path: () => '/api/signing-keys/jwks' },
+    'POST /api/signing-keys/{key_id}/retire': { method: 'POST', path: () => `/api/signing-keys/${at.retire}/retire`, body: () => ({ force: true }), records: one, idKey: 'key_id' },
+    'POST /api/backups': { method: 'POST', path: () => '/api/backups', records: one },
+    'GET /api/backups': { method: 'GET', path: () => '/api/backups', records: (json) => json.backups },
+    'GET /api/backups/{backup_id}/download': { skip: 'the archive\'s bytes' },
+    'POST /api/backups/{backup_id}/validate': { method: 'POST', path: () => `/api/backups/${at.backup}/validate`, records: one },
+    'POST /api/backups/{backup_id}/restore': { method: 'POST', path: () => `/api/backups/${at.backup}/restore`, body: () => ({ confirm: at.backup }) },
+  };
+
+  it('has a case for every route, and for none the daemon does not have', () => {
+    const routes = allRoutes({} as RouteDependencies).map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`);
+    assert.deepEqual(Object.keys(cases).sort(), routes.sort());
+  });
+
+  for (const [name, spec] of Object.entries(cases)) {
+    if ('skip' in spec) continue;
+    it(`${name}: its records are named by ${spec.idKey ?? 'id'}, its times are in the one form`, async () => {
+      const answer = await api(serve.url, spec.method, spec.path(), { token: spec.client ? undefined : serve.token, body: spec.body?.() ?? (spec.method === 'GET' ? undefined : {}) });
+      assert.ok(answer.status >= 200 && answer.status < 300, `${name}: ${answer.status} ${answer.text}`);
+      assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
+      assert.deepEqual(strayTimesIn(answer.body), [], `${name}:\n${answer.text}`);
+      assert.deepEqual(unnamedRecords(spec.records?.(answer.body) ?? [], spec.idKey), [], `${name}: records without ${spec.idKey ?? 'id'}`);
+      // What later routes need.
+      if (name === 'POST /api/customers') at.customer = answer.body.id;
+      if (name === 'POST /api/licenses') [at.license, at.key] = [answer.body.id, answer.body.key];
+      if (name === 'GET /api/machines') at.machine = answer.body[0].id;
+      if (name === 'POST /api/signing-keys/rotate') at.retire = answer.body.previous.key_id;
+      if (name === 'POST /api/backups') at.backup = answer.body.id;
+    });
+  }
+});
