@@ -88,7 +88,7 @@ forEachEngine('backups from the command line', (fixture) => {
     assert.deepEqual(readdirSync(dir).filter((name) => name.includes('partial') || name.startsWith('.tmp')), []);
     const listed = ok(await cli(['backup', 'list', '--json'])).json();
     assert.equal(listed[0].backup_id, created.backup_id);
-    assert.deepEqual(Object.keys(listed[0]).sort(), ['backup_id', 'created_at', 'encrypted', 'engine', 'file', 'schema_version', 'sha256', 'size', 'tool_version', 'trigger', 'verified_at']);
+    assert.deepEqual(Object.keys(listed[0]).sort(), ['backup_id', 'created_at', 'encrypted', 'engine', 'file', 'schema_version', 'sha256', 'signing_keys', 'size', 'tool_version', 'trigger', 'verified_at']);
     const validated = ok(await cli(['backup', 'validate', created.backup_id, '--json'])).json();
     assert.equal(validated.valid, true);
     assert.deepEqual(validated.checks.map((c: { check: string }) => c.check), ['archive', 'manifest', 'checksums', 'database']);

@@ -1,45 +1,14 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
-import { onDatabase } from '../support/postgres.js';
 import { startServe, type ServeProcess } from '../support/serve.js';
+import { holdsSeed as holds, relationFiles, storedBytes } from '../support/stored-bytes.js';
 
 const KEK = 'a7'.repeat(32);
-
-/**
- * Where a PostgreSQL table's rows are on disk: every block of its heap as the server sees it
- * (pageinspect reads through the buffer cache), and its relation files as written (after a
- * CHECKPOINT), including the file it had before the test's change (`before`), which a table
- * rewrite leaves truncated.
- */
-async function postgresHeap(url: string, before: string[]): Promise<Buffer[]> {
-  return onDatabase(url, async (client) => {
-    const chunks: Buffer[] = [];
-    await client.query('CREATE EXTENSION IF NOT EXISTS pageinspect');
-    const { rows: [{ blocks }] } = await client.query<{ blocks: number }>("SELECT (pg_relation_size('signing_keys') / current_setting('block_size')::int)::int AS blocks");
-    for (let block = 0; block < blocks; block += 1) {
-      chunks.push((await client.query<{ page: Buffer }>('SELECT get_raw_page($1, $2) AS page', ['signing_keys', block])).rows[0]!.page);
-    }
-    await client.query('CHECKPOINT');
-    for (const file of new Set([...before, ...(await relationFiles(url))])) if (existsSync(file)) chunks.push(readFileSync(file));
-    return chunks;
-  });
-}
-
-/** The main-fork files (every 1 GB segment) of signing_keys under the server's data directory. */
-async function relationFiles(url: string): Promise<string[]> {
-  return onDatabase(url, async (client) => {
-    const { rows: [{ dir, rel }] } = await client.query<{ dir: string; rel: string }>("SELECT current_setting('data_directory') AS dir, pg_relation_filepath('signing_keys') AS rel");
-    const main = path.join(dir, rel);
-    return readdirSync(path.dirname(main))
-      .filter((name) => name === path.basename(main) || name.startsWith(`${path.basename(main)}.`))
-      .map((name) => path.join(path.dirname(main), name));
-  });
-}
 
 /**
  * Issue 23, item 6: a private key replaced by `protect` or deleted by `retire` leaves the
@@ -62,11 +31,7 @@ forEachEngine('private keys replaced or deleted are erased from the database fil
     rmSync(work, { recursive: true, force: true });
   });
 
-  /** Every byte of the database as stored: the SQLite file and its WAL, or the PostgreSQL heap of signing_keys. */
-  async function stored(relationBefore: string[]): Promise<Buffer[]> {
-    if (fixture.engine === 'sqlite') return [url, `${url}-wal`].filter(existsSync).map((file) => readFileSync(file));
-    return postgresHeap(url, relationBefore);
-  }
+  const stored = (relationBefore: string[]) => storedBytes(fixture.engine, url, relationBefore);
 
   it('retire, then protect, with a daemon serving the database: neither seed stays in the SQLite file, its WAL or the PostgreSQL heap', async function () {
     this.timeout(60_000);
@@ -84,8 +49,7 @@ forEachEngine('private keys replaced or deleted are erased from the database fil
     const [old, active] = keys as [{ keyId: string; seed: Buffer }, { keyId: string; seed: Buffer }];
     assert.equal(old.seed.length, 32);
     serve = await startServe(env());
-    const before = fixture.engine === 'postgres' ? await relationFiles(url) : [];
-    const holds = (chunks: Buffer[], seed: Buffer) => chunks.some((chunk) => chunk.includes(seed));
+    const before = await relationFiles(fixture.engine, url);
     assert.ok(holds(await stored(before), old.seed), 'the search finds a seed that is stored');
 
     const retired = ok(await cli(['signing-key', 'retire', old.keyId, '--force', '--json'])).json();
@@ -93,7 +57,7 @@ forEachEngine('private keys replaced or deleted are erased from the database fil
     assert.ok(holds(await stored(before), active.seed));
     assert.equal(retired.erase_warning, null);
 
-    const beforeProtect = fixture.engine === 'postgres' ? await relationFiles(url) : [];
+    const beforeProtect = await relationFiles(fixture.engine, url);
     const sealed = ok(await cli(['signing-key', 'protect', '--json'])).json();
     assert.deepEqual(sealed.changed, [active.keyId]);
     const after = await stored(beforeProtect);

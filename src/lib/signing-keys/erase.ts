@@ -2,6 +2,8 @@ import type { Database } from '../storage/types.js';
 
 /** How long the PostgreSQL table rewrite waits for its lock before it gives up (daemons read the table for every signature). */
 const LOCK_TIMEOUT_MS = 5000;
+/** How long the PostgreSQL rewrite waits for snapshots older than the change to end. */
+const SNAPSHOT_WAIT_MS = 10_000;
 /** Attempts of the SQLite checkpoint while a reader keeps it from reaching the end of the WAL. */
 const CHECKPOINT_ATTEMPTS = 5;
 
@@ -42,6 +44,30 @@ async function checkpointSqlite(db: Database): Promise<string | null> {
   );
 }
 
+/**
+ * VACUUM FULL copies a dead row version that a snapshot of another session may still see
+ * (an autovacuum's ANALYZE of data just restored, a request in flight). Waits up to
+ * SNAPSHOT_WAIT_MS for every session of this database (and those of none) whose snapshot
+ * began before the change; false when none was older, or all ended. Sessions of another role
+ * may not show their snapshot: those are not waited for.
+ */
+async function waitForOlderSnapshots(client: import('pg').Client): Promise<boolean> {
+  // An xid begun after the change committed: a snapshot whose xmin is not older began after it too.
+  const after = (await client.query<{ xid: string }>('SELECT pg_current_xact_id()::xid::text AS xid')).rows[0]!.xid;
+  const deadline = Date.now() + SNAPSHOT_WAIT_MS;
+  for (;;) {
+    const { rows } = await client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE pid <> pg_backend_pid() AND (datname = current_database() OR datid IS NULL)
+          AND backend_xmin IS NOT NULL AND age(backend_xmin) > age($1::xid)`,
+      [after],
+    );
+    if (rows[0]!.n === 0) return false;
+    if (Date.now() >= deadline) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
 async function rewritePostgresTable(url: string): Promise<string | null> {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: url, application_name: 'license-server erase', lock_timeout: LOCK_TIMEOUT_MS, connectionTimeoutMillis: 5000 });
@@ -49,8 +75,11 @@ async function rewritePostgresTable(url: string): Promise<string | null> {
   const manual = 'the replaced private key bytes stay in a dead row version of signing_keys until `VACUUM FULL signing_keys` runs as the table\'s owner';
   try {
     await client.connect();
+    const waited = await waitForOlderSnapshots(client);
     await client.query('VACUUM FULL signing_keys');
-    return null;
+    return waited
+      ? 'the replaced private key bytes may stay in a dead row version of signing_keys: another session held a snapshot older than the change; run `VACUUM FULL signing_keys` as the table\'s owner once it has ended'
+      : null;
   } catch (error) {
     const code = (error as { code?: string }).code;
     if (code === '42501') return `${manual} (this role does not own the table)`;
