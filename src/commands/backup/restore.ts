@@ -5,7 +5,7 @@ import { withProgress } from '../../cli/progress.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import type { RestoreReport } from '../../lib/backup/restore.js';
 import type { RestorePreview } from '../../lib/backup/restore-preview.js';
-import { anotherServer, describeKeyChanges } from '../../cli/restore-output.js';
+import { anotherServerWarning, previewLines, reportLines, type OutputLine } from '../../cli/restore-output.js';
 
 export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
   static override description = `Restore a backup: database, configuration and notification settings.
@@ -36,7 +36,10 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     if (this.flags['dry-run'] || !this.flags.yes) {
       const { previewRestore } = await import('../../lib/backup/restore-preview.js');
       const preview = await previewRestore({ config, reference: this.args.backup, directory: this.flags.path });
-      if (this.flags['dry-run']) return this.showPreview(preview);
+      if (this.flags['dry-run']) {
+        this.show(previewLines(preview));
+        return preview;
+      }
       await this.confirm(preview);
     }
     const { restoreBackup } = await import('../../lib/backup/restore.js');
@@ -53,58 +56,26 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
         onProgress: (bytes) => progress.bytes(bytes),
       }),
     );
-    const migrated = report.migrated_to !== report.schema_version ? `, migrated from schema ${report.schema_version} to ${report.migrated_to}` : '';
-    const safety = report.pre_restore_backup_id ? `; the previous state is backup ${report.pre_restore_backup_id}` : '';
-    this.say(`restored backup ${report.backup_id} (${report.engine}${migrated})${safety}`);
-    if (report.moved) {
-      const rows = Object.values(report.moved.rows).reduce((sum, n) => sum + n, 0);
-      this.say(`moved from ${ENGINE_NAMES[report.moved.from]} to ${ENGINE_NAMES[report.moved.to]}: ${Object.keys(report.moved.rows).length} tables, ${rows} rows; database.url is unchanged`);
-    }
-    this.showSigningKeys(report);
-    if (report.signing_key_warning) this.warnLine(`${report.signing_key_warning}; set signing.key_encryption_key to the key-encryption key the backup's keys were sealed with`);
-    if (report.replaced_config) this.say(`configuration restored; the replaced file is kept as ${report.replaced_config}`);
-    const { admin_tokens: tokens, licenses, customers, machines, keep } = report.revocations;
-    for (const token of tokens) this.say(`kept revoked: admin token "${token.name}" (${token.prefix}), revoked ${token.revoked_at}`);
-    const state = keep ? 'kept deactivated' : 'active again, as in the backup (--no-keep-revocations)';
-    for (const license of licenses) this.say(`${state}: license ${license.id} (${license.key_prefix})`);
-    for (const customer of customers) this.say(`${state}: customer ${customer.id} (${customer.name})`);
-    for (const machine of machines) this.say(`${state}: machine ${machine.id} (${machine.hardware_id}) of license ${machine.license_id}`);
+    this.show(reportLines(report));
     return report;
   }
 
-  private showSigningKeys({ backup_id: id, signing_keys: keys }: RestoreReport): void {
-    if (keys.another_server) this.warnLine(anotherServer(id, 'replaced'));
-    for (const line of describeKeyChanges(keys.changes)) this.say(line);
-    if (keys.erase_warning) this.warnLine(keys.erase_warning);
-  }
-
-  private showPreview(preview: RestorePreview): RestorePreview {
-    this.say(`dry run, nothing changed: backup ${preview.backup_id} (made ${preview.created_at})`);
-    if (!preview.signing_keys) {
-      this.say('the backup does not list its signing keys (an earlier release made it): the report of the restore names the keys it changes');
-      return preview;
+  private show(lines: readonly OutputLine[]): void {
+    for (const line of lines) {
+      if (line.warning) this.warnLine(line.text);
+      else this.say(line.text);
     }
-    if (preview.signing_keys.another_server) this.warnLine(anotherServer(preview.backup_id, 'would replace'));
-    for (const line of describeKeyChanges(preview.signing_keys.changes)) this.say(`would be ${line}`);
-    if (preview.signing_keys.changes.length === 0) this.say('no signing key would change');
-    return preview;
   }
 
   /** Asks on a terminal; elsewhere refuses, saying what --yes would replace. */
   private async confirm(preview: RestorePreview): Promise<void> {
-    const foreign = preview.signing_keys?.another_server ? ` ${capitalized(anotherServer(preview.backup_id, 'would replace'))}.` : '';
+    const foreign = anotherServerWarning(preview);
     if (!process.stdin.isTTY || !process.stdout.isTTY || this.jsonEnabled()) {
-      throw new LicenseServerError('RESTORE_NOT_CONFIRMED', `a restore replaces the current data; without a terminal to ask on, pass --yes.${foreign}`);
+      throw new LicenseServerError('RESTORE_NOT_CONFIRMED', `a restore replaces the current data; without a terminal to ask on, pass --yes${foreign ? `; ${foreign}` : ''}`);
     }
-    const question = `Replace the current data with backup ${this.args.backup}? A pre-restore backup is taken first.${foreign}`;
+    const question = `Replace the current data with backup ${this.args.backup}? A pre-restore backup is taken first.${foreign ? ` Careful: ${foreign}.` : ''}`;
     const { default: inquirer } = await import('inquirer');
     const { proceed } = await inquirer.prompt([{ type: 'confirm', name: 'proceed', message: question, default: false }]);
     if (!proceed) throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the restore was not confirmed; nothing was changed');
   }
-}
-
-const ENGINE_NAMES = { sqlite: 'SQLite', postgres: 'PostgreSQL' } as const;
-
-function capitalized(text: string): string {
-  return text.charAt(0).toUpperCase() + text.slice(1);
 }

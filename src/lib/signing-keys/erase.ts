@@ -45,24 +45,27 @@ async function checkpointSqlite(db: Database): Promise<string | null> {
 }
 
 /**
- * VACUUM FULL copies a dead row version that a snapshot of another session may still see
- * (an autovacuum's ANALYZE of data just restored, a request in flight). Waits up to
- * SNAPSHOT_WAIT_MS for every session of this database (and those of none) whose snapshot
- * began before the change; false when none was older, or all ended. Sessions of another role
- * may not show their snapshot: those are not waited for.
+ * VACUUM FULL copies a dead row version that some snapshot may still see: one of another
+ * session of this database (an autovacuum's ANALYZE of data just restored, a request in
+ * flight), and its own, whose xmin is the oldest transaction running anywhere on the server
+ * when it starts (a long transaction in another database counts). Waits up to
+ * SNAPSHOT_WAIT_MS until no such snapshot or transaction older than the change is left; true
+ * when some still was. Sessions of another role may not show theirs: those are not waited for.
  */
 async function waitForOlderSnapshots(client: import('pg').Client): Promise<boolean> {
-  // An xid begun after the change committed: a snapshot whose xmin is not older began after it too.
+  // An xid begun after the change committed: whatever is not older began after it too.
   const after = (await client.query<{ xid: string }>('SELECT pg_current_xact_id()::xid::text AS xid')).rows[0]!.xid;
   const deadline = Date.now() + SNAPSHOT_WAIT_MS;
   for (;;) {
     const { rows } = await client.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE pid <> pg_backend_pid() AND (datname = current_database() OR datid IS NULL)
-          AND backend_xmin IS NOT NULL AND age(backend_xmin) > age($1::xid)`,
+      `SELECT (SELECT count(*) FROM pg_stat_activity
+                WHERE pid <> pg_backend_pid()
+                  AND ((backend_xid IS NOT NULL AND age(backend_xid) > age($1::xid))
+                    OR ((datname = current_database() OR datid IS NULL) AND backend_xmin IS NOT NULL AND age(backend_xmin) > age($1::xid))))
+            + (SELECT count(*) FROM pg_prepared_xacts WHERE age(transaction) > age($1::xid)) AS n`,
       [after],
     );
-    if (rows[0]!.n === 0) return false;
+    if (Number(rows[0]!.n) === 0) return false;
     if (Date.now() >= deadline) return true;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
