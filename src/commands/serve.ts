@@ -71,10 +71,16 @@ On first start it creates the signing key and, when no admin token exists, a boo
       onLost: (reason) => fence.lost(reason),
       onRegained: () => fence.regained(),
     });
+    // Which key-encryption key this daemon holds, for `signing-key protect` to see (daemon-keks.ts).
+    const { announceDaemonKek } = await import('../lib/signing-keys/daemon-keks.js');
+    const kek = settings.signing.keyEncryptionKey;
+    let announcement: Awaited<ReturnType<typeof announceDaemonKek>> | undefined;
     let db: Awaited<ReturnType<typeof openDatabase>>;
     try {
-      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: settings.signing.keyEncryptionKey, timeouts: settings.database });
+      announcement = await announceDaemonKek(settings.database.url, kek ? (await import('../lib/signing-keys/protection.js')).kekIdOf(kek) : null);
+      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: kek, timeouts: settings.database });
     } catch (error) {
+      await announcement?.release();
       await daemonLock.release();
       throw error;
     }
@@ -130,6 +136,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
     } finally {
       // After a restore the state holds a reopened database; closing twice is harmless.
       await (state ? state.closeDatabase() : db.close()).catch(() => undefined);
+      await announcement.release();
       await daemonLock.release();
     }
   }

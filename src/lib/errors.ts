@@ -117,6 +117,11 @@ export const ERROR_TABLE = {
     http: 500,
     hint: 'Set signing.key_encryption_key to the key-encryption key the keys were sealed with (the kek ids above must match).',
   },
+  SIGNING_KEK_NOT_IN_DAEMON: {
+    exit: EXIT.refused,
+    http: 409,
+    hint: 'Restart those daemons with signing.key_encryption_key (LICENSE_SIGNING_KEY_ENCRYPTION_KEY) set to this key first (they sign with unsealed keys too), then protect again; or pass --force, and they sign nothing until restarted with it.',
+  },
   SIGNING_KEY_DAMAGED: {
     exit: EXIT.unavailable,
     http: 500,

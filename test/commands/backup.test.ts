@@ -89,7 +89,7 @@ forEachEngine('backups from the command line', (fixture) => {
     const listed = ok(await cli(['backup', 'list', '--json'])).json();
     assert.equal(listed[0].id, created.id);
     assert.equal(listed[0].backup_id, created.id, 'the deprecated alias');
-    assert.deepEqual(Object.keys(listed[0]).sort(), ['backup_id', 'created_at', 'encrypted', 'engine', 'file', 'id', 'schema_version', 'sha256', 'size', 'tool_version', 'trigger', 'verified_at']);
+    assert.deepEqual(Object.keys(listed[0]).sort(), ['backup_id', 'created_at', 'encrypted', 'engine', 'file', 'id', 'schema_version', 'sha256', 'signing_keys', 'size', 'tool_version', 'trigger', 'verified_at']);
     const validated = ok(await cli(['backup', 'validate', created.backup_id, '--json'])).json();
     assert.equal(validated.valid, true);
     assert.deepEqual(validated.checks.map((c: { check: string }) => c.check), ['archive', 'manifest', 'checksums', 'database']);

@@ -60,7 +60,7 @@ forEachEngine('signing keys sealed at rest', (fixture) => {
     const report = ok(await cli(['signing-key', 'protect', '--json'], sealed)).json();
     assert.equal(report.changed.length, 2);
     assert.deepEqual(ok(await cli(['signing-key', 'list', '--json'], sealed)).json().map((k: any) => k.sealed), [true, true]);
-    assert.deepEqual(ok(await cli(['signing-key', 'protect', '--json'], sealed)).json(), { changed: [], unchanged: report.changed });
+    assert.deepEqual(ok(await cli(['signing-key', 'protect', '--json'], sealed)).json(), { changed: [], unchanged: report.changed, daemons_without_key: [], erase_warning: null });
 
     const backup = ok(await cli(['backup', 'create'], { ...sealed, LICENSE_BACKUP_ENCRYPTION_KEY: '' }));
     assert.match(backup.stderr, /the private signing keys in it are sealed/);

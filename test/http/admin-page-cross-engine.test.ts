@@ -59,6 +59,8 @@ describe('the admin page restoring a backup of the other engine', function () {
     const row = page.locator(`#backup-table tr[data-backup-id="${backup.backup_id}"]`);
     await row.waitFor();
     await row.getByRole('button', { name: 'Restore…' }).click();
+    // Another server's backup (issue 23, item 5): the form says what it replaces before the restore.
+    await page.locator('#restore-preview', { hasText: "This backup is another server's (it shares no signing key with this one): its signing keys and admin tokens would replace this server's." }).waitFor();
     await page.getByLabel('Type the backup id to confirm').fill(backup.backup_id);
     await page.getByRole('button', { name: 'Restore', exact: true }).click();
     const message = page.getByText(new RegExp(`^Restored backup ${backup.backup_id}; the previous state is backup \\S+\\. Moved from SQLite to PostgreSQL: \\d+ rows\\.`));
@@ -69,6 +71,7 @@ describe('the admin page restoring a backup of the other engine', function () {
     const rows = Object.values(audit.details.moved.rows as Record<string, number>).reduce((sum, n) => sum + n, 0);
     assert.match((await message.textContent())!, new RegExp(`Moved from SQLite to PostgreSQL: ${rows} rows\\.`));
     assert.match((await message.textContent())!, new RegExp(`the previous state is backup ${audit.details.pre_restore_backup_id}\\.`));
+    assert.match((await message.textContent())!, /This backup is another server's \(it shares no signing key with this one\): its signing keys and admin tokens replaced this server's\./);
     const customers = (await api(serve.url, 'GET', '/api/customers', { token: TOKEN })).body.map((c: { name: string }) => c.name);
     assert.deepEqual(customers, ['Made on SQLite']);
   });

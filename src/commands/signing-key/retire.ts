@@ -13,9 +13,10 @@ export default class SigningKeyRetire extends BaseCommand<typeof SigningKeyRetir
 
   async run(): Promise<Awaited<ReturnType<typeof retireSigningKey>>> {
     const result = await this.withDatabase((db, config) =>
-      retireSigningKey(db, this.args.key_id, { force: this.flags.force, graceHours: config.settings.grace.hours }, this.operationContext()),
+      retireSigningKey(db, this.args.key_id, { force: this.flags.force, graceHours: config.settings.grace.hours, databaseUrl: config.settings.database.url }, this.operationContext()),
     );
     if (result.forced) this.warnLine(`files or grace tokens signed by ${result.key_id} may be valid until ${result.signed_valid_until}; they no longer verify`);
+    if (result.erase_warning) this.warnLine(result.erase_warning);
     this.say(`Retired signing key ${result.key_id}.`);
     return result;
   }

@@ -184,6 +184,24 @@ function openRestore(id) {
   $('#restore-id').textContent = id;
   $('#restore-confirm').value = '';
   $('#restore-confirm').focus();
+  // What it would do to the signing keys, above all when the backup is another server's.
+  $('#restore-preview').textContent = '';
+  call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body: { dry_run: true } })
+    .then((response) => response.json())
+    .then((preview) => {
+      if (form.dataset.backupId === id) $('#restore-preview').textContent = describeSigningKeys(preview.signing_keys, 'would');
+    })
+    .catch(() => undefined);
+}
+
+/** The signing keys a restore changes (or would), as the CLI words them. */
+function describeSigningKeys(keys, mood) {
+  if (!keys) return '';
+  const foreign = keys.another_server
+    ? `This backup is another server's (it shares no signing key with this one): its signing keys and admin tokens ${mood === 'would' ? 'would replace' : 'replaced'} this server's. `
+    : '';
+  const changes = keys.changes.map((k) => `key ${k.key_id}: ${k.after ?? 'removed from the key set'} (before: ${k.before ?? 'not in the store'}; in the backup: ${k.backup ?? 'not in it'})`);
+  return `${foreign}${changes.length ? `Signing keys${mood === 'would' ? ' that would change' : ' changed'}: ${changes.join('; ')}.` : ''}`;
 }
 
 async function loadLicenses() {
@@ -377,7 +395,8 @@ document.addEventListener('DOMContentLoaded', () => {
       const moved = report.moved
         ? ` Moved from ${engines[report.moved.from]} to ${engines[report.moved.to]}: ${Object.values(report.moved.rows).reduce((sum, n) => sum + n, 0)} rows.`
         : '';
-      return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.${moved}${carried}`;
+      const keys = describeSigningKeys(report.signing_keys, 'did');
+      return `Restored backup ${report.backup_id}; the previous state is backup ${report.pre_restore_backup_id ?? 'none'}.${moved}${carried}${keys ? ` ${keys}` : ''}`;
     });
   });
   $('#copy-key-set').addEventListener('click', async () => {

@@ -116,8 +116,16 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       scope: 'restore',
       handle: async ({ params, body, actor }) => {
         // A missing confirm is the same refusal as a wrong one: the guard was not given.
-        expectFields(body, [], ['confirm', 'keep_revocations', 'force']);
+        expectFields(body, [], ['confirm', 'keep_revocations', 'force', 'dry_run']);
         const id = knownId(params.backup_id!);
+        if (body.dry_run !== undefined && typeof body.dry_run !== 'boolean') {
+          throw new LicenseServerError('INVALID_INPUT', '"dry_run" must be true or false');
+        }
+        if (body.dry_run === true) {
+          // What it would do to the signing keys, changing nothing: no confirm needed.
+          const { previewRestore } = await import('../../lib/backup/restore-preview.js');
+          return { json: await previewRestore({ config: deps.state.config, reference: id, db: deps.state.db }) };
+        }
         if (body.confirm !== id) {
           throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the body must be {"confirm": "<the backup id>"}, naming the backup in the path');
         }

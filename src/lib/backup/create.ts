@@ -17,6 +17,7 @@ import { acquireBackupLock } from './lock.js';
 import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './manifest.js';
 import { archiveName, recordFrom, writeIndex, type BackupRecord } from './repository.js';
 import { exportNotifications, sanitizedConfigFile } from './settings-export.js';
+import type { KeySummary } from './signing-key-carry.js';
 import { snapshotSqlite } from './sqlite-snapshot.js';
 
 export interface CreateBackupOptions {
@@ -74,6 +75,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
   const partial = path.join(directory, `${finalName}.partial`);
   try {
     options.onPhase?.('snapshot');
+    const signingKeys = await keySummaries(db);
     const entries: ArchiveEntry[] = [];
     // The PostgreSQL dump's digest is computed as it is written; the rest are read once more here.
     const digests = new Map<EntryName, FileDigest>();
@@ -108,6 +110,7 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
       schema_version: await currentVersion(db),
       trigger: options.trigger,
       entries: listed,
+      ...(signingKeys ? { signing_keys: signingKeys } : {}),
     };
     const manifestBytes = Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`, 'utf8');
     const all: ArchiveEntry[] = [{ name: 'manifest.json', data: manifestBytes, size: manifestBytes.length }, ...entries];
@@ -165,6 +168,16 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     await rm(partial, { force: true }).catch(() => undefined);
     await rm(work, { recursive: true, force: true }).catch(() => undefined);
     await release();
+  }
+}
+
+/** The keys for the manifest; undefined for a schema before 5 (a pre-restore backup of an unmigrated store). */
+async function keySummaries(db: Database): Promise<KeySummary[] | undefined> {
+  const { listSigningKeys } = await import('../signing-keys/keys.js');
+  try {
+    return (await listSigningKeys(db)).map(({ key_id, state, created_at }) => ({ key_id, state, created_at }));
+  } catch {
+    return undefined;
   }
 }
 

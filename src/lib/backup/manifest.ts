@@ -1,5 +1,6 @@
 import { LicenseServerError } from '../errors.js';
 import type { Engine } from '../storage/types.js';
+import type { KeySummary } from './signing-key-carry.js';
 import { ENTRY_NAMES, type EntryName, type FileDigest } from './archive.js';
 
 export const BACKUP_FORMAT = 'license-server-backup';
@@ -22,6 +23,12 @@ export interface Manifest {
   readonly schema_version: number;
   readonly trigger: Trigger;
   readonly entries: readonly ManifestEntry[];
+  /**
+   * The store's signing keys when the backup began, for telling before a restore what it
+   * does to the key set (restore-preview.ts); the restore itself reads the database entry.
+   * Absent from backups of earlier releases.
+   */
+  readonly signing_keys?: readonly KeySummary[];
 }
 
 /** `20261122T101500123Z-3f9a1c`: sorts by time, safe in a file name and a URL. */
@@ -78,6 +85,13 @@ export function parseManifest(text: string): Manifest {
     names.add(entry.name as string);
     if (!Number.isSafeInteger(entry.size) || (entry.size as number) < 0) invalid(`entry ${String(entry.name)} has no size`);
     if (typeof entry.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(entry.sha256)) invalid(`entry ${String(entry.name)} has no SHA-256`);
+  }
+  if (m.signing_keys !== undefined) {
+    const states = ['next', 'active', 'verify-only', 'retired'];
+    const valid = Array.isArray(m.signing_keys) && (m.signing_keys as Array<Record<string, unknown>>).every(
+      (key) => typeof key?.key_id === 'string' && /^[0-9a-f]{16}$/.test(key.key_id) && states.includes(key.state as string) && typeof key.created_at === 'string',
+    );
+    if (!valid) invalid('"signing_keys" is malformed');
   }
   const database = m.engine === 'sqlite' ? 'database/sqlite.db' : 'database/postgres.sql';
   if (!names.has(database)) invalid(`it lists no ${database}`);

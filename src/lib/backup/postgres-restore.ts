@@ -8,11 +8,21 @@ import { toNumberedPlaceholders } from '../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import { loadDump } from './postgres-load.js';
 import { CARRIED_TABLES, type RevocationCarry } from './revocations.js';
+import type { SigningKeyCarry } from './signing-key-carry.js';
 import { newScratchDatabaseName, scratchApplicationName } from './scratch-databases.js';
 
 
 async function hasTable(client: { query<R extends Row>(sql: string, params?: unknown[]): Promise<{ rows: R[] }> }, name: string): Promise<boolean> {
   const result = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [name]);
+  return result.rows[0]!.present;
+}
+
+/** Whether `table`, in the schema the search path finds first, has `column` (signing_keys before schema 5 has fewer). */
+async function hasColumn(client: { query<R extends Row>(sql: string, params?: unknown[]): Promise<{ rows: R[] }> }, table: string, column: string): Promise<boolean> {
+  const result = await client.query<{ present: boolean }>(
+    'SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 AND column_name = $2) AS present',
+    [table, column],
+  );
   return result.rows[0]!.present;
 }
 
@@ -23,8 +33,8 @@ async function hasTable(client: { query<R extends Row>(sql: string, params?: unk
  * read first (with writes to those tables locked out until the commit) and re-applied
  * before the commit, so they are never undone, not even for a moment.
  */
-export async function restorePostgres(url: string, dumpFile: string, carry: RevocationCarry): Promise<void> {
-  const restore = await openPostgresRestore(url, carry);
+export async function restorePostgres(url: string, dumpFile: string, carry: RevocationCarry, keys: SigningKeyCarry, at: Date): Promise<void> {
+  const restore = await openPostgresRestore(url, carry, keys, at);
   try {
     await restore.load(dumpFile);
     await restore.commit();
@@ -51,7 +61,7 @@ export interface PostgresRestore {
  * the whole archive has passed, takes its pre-restore backup of the old tables, then
  * commits; a damaged archive rolls back with nothing taken or changed.
  */
-export async function openPostgresRestore(url: string, carry: RevocationCarry): Promise<PostgresRestore> {
+export async function openPostgresRestore(url: string, carry: RevocationCarry, keys: SigningKeyCarry, at: Date): Promise<PostgresRestore> {
   const client = await connect(url, 'license-server restore');
   const tx: Queryable = {
     query: async <R extends Row>(sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rows as R[],
@@ -73,8 +83,9 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
     );
     if (present.rows[0]!.n === CARRIED_TABLES.length) {
       const machines = await hasTable(client, 'machines');
-      await client.query(`LOCK TABLE ${[...CARRIED_TABLES, ...(machines ? ['machines'] : [])].join(', ')} IN SHARE MODE`);
+      await client.query(`LOCK TABLE ${[...CARRIED_TABLES, 'signing_keys', ...(machines ? ['machines'] : [])].join(', ')} IN SHARE MODE`);
       await carry.read(tx, { machines });
+      await keys.read(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at') });
     }
     // The dump is written unqualified (docs/backup-format.md), so it loads wherever the
     // search_path points; our tables are in the schema it pointed to before.
@@ -113,6 +124,7 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry): 
         // RESTRICT: anything else the dump made is refused rather than dropped unseen.
         await client.query(`DROP SCHEMA ${staging} RESTRICT`);
         await carry.apply(tx, { machines: await hasTable(client, 'machines') });
+        await keys.apply(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at'), at });
         await client.query('COMMIT');
       } catch (error) {
         throw asBackupError(error);

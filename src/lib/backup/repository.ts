@@ -26,6 +26,8 @@ export interface BackupRecord {
   readonly size: number;
   readonly sha256: string;
   readonly verified_at: string;
+  /** From the manifest, when it lists them (backups of this release on). */
+  readonly signing_keys?: Manifest['signing_keys'];
 }
 
 export function archiveName(id: string, encrypted: boolean): string {
@@ -49,6 +51,7 @@ export function recordFrom(manifest: Manifest, file: { name: string; size: numbe
     size: file.size,
     sha256: file.sha256,
     verified_at: verifiedAt.toISOString(),
+    ...(manifest.signing_keys ? { signing_keys: manifest.signing_keys } : {}),
   };
 }
 

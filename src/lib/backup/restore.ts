@@ -19,6 +19,7 @@ import type { Manifest } from './manifest.js';
 import type { PostgresRestore } from './postgres-restore.js';
 import { resolveBackup, type BackupRecord } from './repository.js';
 import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revocations.js';
+import { SigningKeyCarry, type CarriedSigningKeys } from './signing-key-carry.js';
 import { mergeRestoredConfig } from './settings-export.js';
 import { checkSqlite } from './sqlite-snapshot.js';
 import { verifyArchive, type EntryConsumers } from './verify.js';
@@ -68,6 +69,8 @@ export interface RestoreReport {
   readonly replaced_config: string | null;
   /** What was revoked in the replaced database and active in the backup (see RevocationCarry). */
   readonly revocations: CarriedRevocations;
+  /** The signing keys whose state the restore changed, and whether the backup was another server's (see SigningKeyCarry). */
+  readonly signing_keys: RestoredSigningKeys;
   /**
    * Why this host cannot sign with the restored keys, or null when it can: they are sealed
    * and signing.key_encryption_key is unset here or another key (the restore itself stands;
@@ -104,6 +107,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   const stagingParent = postgres ? directory : path.dirname(settings.database.url);
   let staging: string | undefined;
   let releaseDaemons: (() => Promise<void>) | undefined;
+  let releaseKeys: (() => void) | undefined;
   try {
     const { file, record } = await resolveBackup(directory, options.reference);
     if (postgres) await (await import('./postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
@@ -121,6 +125,8 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     if (options.daemonLock) releaseDaemons = await options.daemonLock.excludeOtherDaemons();
     else if (!options.inDaemon) releaseDaemons = await lockOutDaemons(settings.database.url);
     const carry = new RevocationCarry(options.keepRevocations ?? true);
+    const keys = new SigningKeyCarry();
+    releaseKeys = () => keys.dispose();
     let safety: BackupRecord | undefined;
     // A PostgreSQL backup restored into PostgreSQL is loaded while the archive is read and
     // checked, beside the old tables inside the restore's transaction; only after the whole
@@ -132,7 +138,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       checkCompatible(manifest);
       if (!postgres || manifest.engine !== 'postgres') return undefined;
       const { openPostgresRestore } = await import('./postgres-restore.js');
-      const restore = await openPostgresRestore(settings.database.url, carry);
+      const restore = await openPostgresRestore(settings.database.url, carry, keys, now(context));
       streamed = restore;
       return { 'database/postgres.sql': (content) => restore.load(content) };
     };
@@ -180,9 +186,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       await options.beforeSwap?.();
       if (postgres) {
         const { restorePostgres } = await import('./postgres-restore.js');
-        await restorePostgres(settings.database.url, database, carry);
+        await restorePostgres(settings.database.url, database, carry, keys, now(context));
       } else {
-        await swapSqlite(settings.database.url, database, carry);
+        await swapSqlite(settings.database.url, database, carry, keys, now(context));
       }
     }
     const moved = converted ? { from: manifest.engine, to: target, rows: converted.rows } : null;
@@ -190,14 +196,20 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     const db = await openDatabase(settings.database.url, { keyEncryptionKey: settings.signing.keyEncryptionKey, timeouts: settings.database });
     let migratedTo: number;
     let signingKeyWarning: string | null = null;
+    let signingKeys: RestoredSigningKeys;
     try {
       migratedTo = (await (await import('../storage/migrations.js')).migrate(db)).to;
+      // A backup older than schema 5 gets its keys merged once migrated; the daemon lock is still held.
+      if (!keys.applied) await db.transaction((tx) => keys.apply(tx, { current: true, at: now(context) }));
+      const { erase, ...carried } = keys.result;
+      const eraseWarning = erase ? await (await import('../signing-keys/erase.js')).eraseReplacedKeys(db, settings.database.url) : null;
+      signingKeys = { ...carried, erase_warning: eraseWarning };
       await db.transaction((tx) =>
         recordAudit(tx, context, {
           action: 'backup.restored',
           entityType: 'backup',
           entityId: manifest.backup_id,
-          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations, moved },
+          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations, signing_keys: carried, moved },
         }),
       );
       signingKeyWarning = await signingKeyProblem(db);
@@ -215,6 +227,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       pre_restore_backup_id: safety?.backup_id ?? null,
       replaced_config: replacedConfig,
       revocations,
+      signing_keys: signingKeys,
       signing_key_warning: signingKeyWarning,
       moved,
     };
@@ -222,10 +235,17 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     // Staging, conversion and the SQLite swap write here; the pre-restore backup names its own directory.
     throw asWriteFailure(error, `cannot write into ${stagingParent} for the restore`);
   } finally {
+    releaseKeys?.();
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
     await releaseDaemons?.();
     await release();
   }
+}
+
+/** RestoreReport.signing_keys: what SigningKeyCarry did, and whether the replaced key bytes are erased from the files. */
+export interface RestoredSigningKeys extends Omit<CarriedSigningKeys, 'erase'> {
+  /** Why a private key the restore deleted or replaced may remain in the database files (signing-keys/erase.ts), or null. */
+  readonly erase_warning: string | null;
 }
 
 /** Whether the restored active key opens here (sealed keys need this host's key-encryption key). */
@@ -278,7 +298,11 @@ function hasSqliteTable(db: { prepare(sql: string): { get(...params: unknown[]):
   return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(name) !== undefined;
 }
 
-async function swapSqlite(database: string, snapshot: string, carry: RevocationCarry): Promise<void> {
+function hasSqliteColumn(db: { prepare(sql: string): { get(...params: unknown[]): unknown } }, table: string, column: string): boolean {
+  return db.prepare('SELECT 1 FROM pragma_table_info(?) WHERE name = ?').get(table, column) !== undefined;
+}
+
+async function swapSqlite(database: string, snapshot: string, carry: RevocationCarry, keys: SigningKeyCarry, at: Date): Promise<void> {
   const { loadSqliteDriver } = await import('../storage/sqlite-driver.js');
   const Database = loadSqliteDriver();
   try {
@@ -287,6 +311,7 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
     try {
       const tables = old.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (${CARRIED_TABLES.map(() => '?').join(', ')})`).get(...CARRIED_TABLES) as { n: number };
       if (tables.n === CARRIED_TABLES.length) await carry.read(sqliteQueryable(old), { machines: hasSqliteTable(old, 'machines') });
+      if (hasSqliteTable(old, 'signing_keys')) await keys.read(sqliteQueryable(old), { current: hasSqliteColumn(old, 'signing_keys', 'retired_at') });
       // Fold the old WAL into the old file first: a WAL left beside the new file would be replayed into it.
       old.pragma('wal_checkpoint(TRUNCATE)');
     } finally {
@@ -297,9 +322,12 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
   }
   const staged = new Database(snapshot);
   try {
+    // A private key the carry deletes or replaces must not stay in the file's free space.
+    staged.pragma('secure_delete = ON');
     staged.exec('BEGIN IMMEDIATE');
     try {
       await carry.apply(sqliteQueryable(staged), { machines: hasSqliteTable(staged, 'machines') });
+      await keys.apply(sqliteQueryable(staged), { current: hasSqliteColumn(staged, 'signing_keys', 'retired_at'), at });
       staged.exec('COMMIT');
     } catch (error) {
       staged.exec('ROLLBACK');

@@ -4,6 +4,7 @@ import { MACHINE_COLUMNS, type SeatPolicy } from '../licensing/machines.js';
 import type { LicenseFileEntitlement } from './format.js';
 import type { Engine, Queryable, Row } from '../storage/types.js';
 import { asBool, asBytesOrNull, asIntOrNull, asIso } from '../storage/values.js';
+import { sealedWithOf } from '../signing-keys/signer.js';
 
 /** What a checkout needs of a license: its terms, its customer, and its file's entitlements. */
 export interface CheckoutLicense
@@ -21,6 +22,8 @@ export interface CheckoutSource {
   readonly machine: Row | undefined;
   /** The store's active signing key, read with the license so a rotation elsewhere counts at once. */
   readonly signingKeyId: string | undefined;
+  /** How it is stored (its kek id when sealed): a protect elsewhere counts at once too (signer.ts). */
+  readonly signingKeySealedWith: string | null;
 }
 
 /**
@@ -28,7 +31,7 @@ export interface CheckoutSource {
  * statement on every new binding of a parameter that could select a partial index
  * (signing_keys_one_current), which costs more than the whole rest of the query.
  */
-const ACTIVE_KEY_ID = 'SELECT key_id FROM signing_keys WHERE is_current = TRUE';
+const ACTIVE_KEY_ID = 'SELECT key_id, sealed_with FROM signing_keys WHERE is_current = TRUE';
 
 /**
  * The license's entitlements as one JSON array of [code, name, usage_limit] in a column of
@@ -51,7 +54,7 @@ function checkoutSql(engine: Engine, where: string): string {
         (SELECT ${ENTITLEMENTS_JSON[engine]} FROM license_entitlements le JOIN entitlements e ON e.id = le.entitlement_id
          WHERE le.license_id = l.id) AS entitlements,
         ${MACHINE_COLUMNS.map((column) => `m.${column} AS m_${column}`).join(', ')},
-        k.key_id AS signing_key_id
+        k.key_id AS signing_key_id, k.sealed_with AS signing_key_sealed_with
       FROM licenses l JOIN customers c ON c.id = l.customer_id
       LEFT JOIN machines m ON m.license_id = l.id AND m.hardware_id = ?
       LEFT JOIN signing_keys k ON k.is_current = TRUE
@@ -99,7 +102,7 @@ export async function readCheckoutSource(
     ? undefined
     : { ...Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, first[`m_${column}`]])), floating: first.floating };
   const signingKeyId = first.signing_key_id === null || first.signing_key_id === undefined ? undefined : String(first.signing_key_id);
-  return { license, decryptionKey, machine, signingKeyId };
+  return { license, decryptionKey, machine, signingKeyId, signingKeySealedWith: sealedWithOf(first.signing_key_sealed_with) };
 }
 
 /** SQLite gives the array as JSON text, PostgreSQL parsed, or null when there is none. */
@@ -110,8 +113,8 @@ function parseEntitlements(value: unknown): LicenseFileEntitlement[] {
   return entitlements.sort((a, b) => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0));
 }
 
-/** The active signing key's id, for a checkout that found no license to read it with. */
-export async function activeSigningKeyId(tx: Queryable): Promise<string | undefined> {
+/** The active signing key's id and sealing, for a checkout that found no license to read them with. */
+export async function activeSigningKey(tx: Queryable): Promise<{ readonly keyId: string; readonly sealedWith: string | null } | undefined> {
   const rows = await tx.query(ACTIVE_KEY_ID);
-  return rows[0] ? String(rows[0].key_id) : undefined;
+  return rows[0] ? { keyId: String(rows[0].key_id), sealedWith: sealedWithOf(rows[0].sealed_with) } : undefined;
 }

@@ -10,7 +10,7 @@ import { parseHardwareId, sealDecryptionKey } from './binding.js';
 import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
 import { signingKeyMissing } from '../signing-keys/keys.js';
 import { signerForKey, type LicenseSigner } from '../signing-keys/signer.js';
-import { activeSigningKeyId, readCheckoutSource, type CheckoutSource } from './checkout-read.js';
+import { activeSigningKey, readCheckoutSource, type CheckoutSource } from './checkout-read.js';
 
 export const MIN_TTL_DAYS = 1;
 export const MAX_TTL_DAYS = 365;
@@ -136,9 +136,9 @@ async function recordAndSign(
     }
     try {
       // A store without a usable signing key says so first, whatever the license.
-      const keyId = source ? source.signingKeyId : await activeSigningKeyId(tx);
-      if (keyId === undefined) throw signingKeyMissing();
-      const signer = await signerForKey(db, keyId, tx);
+      const active = source ? (source.signingKeyId === undefined ? undefined : { keyId: source.signingKeyId, sealedWith: source.signingKeySealedWith }) : await activeSigningKey(tx);
+      if (active === undefined) throw signingKeyMissing();
+      const signer = await signerForKey(db, active.keyId, tx, active.sealedWith);
       if (badReference) throw badReference;
       if (!source) throw licenseNotFound(reference);
       return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId }, context);

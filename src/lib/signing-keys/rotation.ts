@@ -97,20 +97,23 @@ export interface RetireOptions {
   readonly force?: boolean;
   /** The grace.hours setting: how long grace tokens live. */
   readonly graceHours: number;
+  /** database.url, for erasing the deleted private key from the database files (erase.ts). */
+  readonly databaseUrl: string;
 }
 
 /**
  * Retires a verify-only key: its private half is deleted and it leaves the key set, so
  * everything it signed stops verifying. Refused for the active key, and while a file or a
- * grace token it signed may still be valid (see signedUntil) unless `force`.
+ * grace token it signed may still be valid (see signedUntil) unless `force`. The deleted
+ * bytes are then erased from the database files (erase.ts; `erase_warning` says when not).
  */
 export async function retireSigningKey(
   db: Database,
   keyId: string,
   options: RetireOptions,
   context: OperationContext,
-): Promise<SigningKeyInfo & { signed_valid_until: string | null; forced: boolean }> {
-  return db.transaction(async (tx) => {
+): Promise<SigningKeyInfo & { signed_valid_until: string | null; forced: boolean; erase_warning: string | null }> {
+  const retired = await db.transaction(async (tx) => {
     const key = await getSigningKey(tx, keyId);
     if (key.state === 'active') {
       throw new LicenseServerError('SIGNING_KEY_ACTIVE', `signing key ${key.key_id} is the active key and cannot be retired`);
@@ -139,6 +142,8 @@ export async function retireSigningKey(
     });
     return { ...(await getSigningKey(tx, keyId)), signed_valid_until: until, forced: inUse };
   });
+  const { eraseReplacedKeys } = await import('./erase.js');
+  return { ...retired, erase_warning: await eraseReplacedKeys(db, options.databaseUrl) };
 }
 
 /**

@@ -40,44 +40,52 @@ export class LicenseSigner {
 }
 
 /** Per database, the signer of the key last seen active: one parsed private key at a time. */
-const signers = new WeakMap<Database, { readonly keyId: string; readonly signer: Promise<LicenseSigner> }>();
+const signers = new WeakMap<Database, { readonly keyId: string; readonly sealedWith: string | null; readonly signer: Promise<LicenseSigner> }>();
 
 /**
- * The signer of the store's active key. Which key is active is read from the database on
- * every call (one indexed row): a rotation by another daemon or the command line takes
- * effect on the next signature here, so daemons sharing a database switch keys together.
- * SIGNING_KEY_MISSING without a key.
+ * The signer of the store's active key. Which key is active, and how it is stored, is read
+ * from the database on every call (one indexed row): a rotation by another daemon or the
+ * command line takes effect on the next signature here, so daemons sharing a database
+ * switch keys together. SIGNING_KEY_MISSING without a key.
  */
 export async function getSigner(db: Database): Promise<LicenseSigner> {
   // TRUE, not a bound true: see ACTIVE_KEY_ID in offline/checkout-read.ts.
-  const rows = await db.query('SELECT key_id FROM signing_keys WHERE is_current = TRUE');
+  const rows = await db.query('SELECT key_id, sealed_with FROM signing_keys WHERE is_current = TRUE');
   if (!rows[0]) throw signingKeyMissing();
-  return signerForKey(db, String(rows[0].key_id));
+  return signerForKey(db, String(rows[0].key_id), db, sealedWithOf(rows[0].sealed_with));
 }
 
 /**
  * The signer of `keyId`, which the caller has just read as the active key (a checkout reads
- * it with the license). The parsed private key is kept for the database until another key is
- * seen active, and is then dropped: a key rotated away, perhaps by another daemon, is not
- * held in memory, nor parsed again while it stays active. `reader` is what loads a key not
- * cached, the caller's transaction when inside one (on SQLite the database itself would wait
- * for that transaction to end).
+ * it with the license), stored sealed with the key-encryption key `sealedWith` (its kek id,
+ * or null when unsealed). The parsed private key is kept for the database until another key
+ * is seen active, and is then dropped: a key rotated away, perhaps by another daemon, is not
+ * held in memory, nor parsed again while it stays active. A key whose sealing changed
+ * (`signing-key protect` or `unprotect`, anywhere) is opened again, so that a process
+ * signs only while it could also load the key as now stored: a daemon without the
+ * key-encryption key fails with SIGNING_KEK_REQUIRED at once, not at its next start.
+ * `reader` is what loads a key not cached, the caller's transaction when inside one (on
+ * SQLite the database itself would wait for that transaction to end).
  */
-export function signerForKey(db: Database, keyId: string, reader: Queryable = db): Promise<LicenseSigner> {
+export function signerForKey(db: Database, keyId: string, reader: Queryable = db, sealedWith: string | null = null): Promise<LicenseSigner> {
   const cached = signers.get(db);
-  if (cached?.keyId === keyId) return cached.signer;
+  if (cached?.keyId === keyId && cached.sealedWith === sealedWith) return cached.signer;
   const signer = loadKeyPair(db, keyId, reader).then((pair) => {
     const loaded = LicenseSigner.fromSecretKey(pair.keyId, pair.secretKey, pair.publicKey, pair.keyIdInFiles);
     pair.secretKey.fill(0);
     return loaded;
   });
-  const entry = { keyId, signer };
+  const entry = { keyId, sealedWith, signer };
   signers.set(db, entry);
   // A failure (a wrong key-encryption key) is not remembered: the next call tries again.
   signer.catch(() => {
     if (signers.get(db) === entry) signers.delete(db);
   });
   return signer;
+}
+
+export function sealedWithOf(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
 }
 
 /** The key id whose parsed private key is held for `db`, if any: what a rotation must change. */

@@ -13,6 +13,7 @@ import { recordCheckout } from '../../../src/lib/offline/checkout.js';
 import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
 import { retireSigningKey, rotateSigningKey } from '../../../src/lib/signing-keys/rotation.js';
 import type { Database } from '../../../src/lib/storage/types.js';
+import { openDatabase } from '../../../src/lib/storage/open.js';
 import { forEachEngine } from '../../support/engines.js';
 
 const HOUR = 3_600_000;
@@ -21,6 +22,7 @@ const DAY = 24 * HOUR;
 /** Checkouts whose file was not written, and files declared lost: what holds a seat after them. */
 forEachEngine('voided checkouts and lost files', (fixture) => {
   let db: Database;
+  let url: string;
   let dir: string;
   let customerId: string;
   let time = Date.parse('2026-11-23T10:00:00.000Z');
@@ -35,11 +37,15 @@ forEachEngine('voided checkouts and lost files', (fixture) => {
 
   before(async () => {
     dir = mkdtempSync(path.join(tmpdir(), 'license-checkout-file-'));
-    db = await fixture.freshDatabase();
+    url = await fixture.freshUrl();
+    db = await openDatabase(url);
     await ensureSigningKey(db, context);
     customerId = (await createCustomer(db, { name: 'Stick & Co' }, context)).id;
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  after(async () => {
+    await db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   it('void a checkout whose file was not written: the machine keeps exactly what its other live files need', async () => {
     const license = await floating();
@@ -76,7 +82,7 @@ forEachEngine('voided checkouts and lost files', (fixture) => {
     await rotateSigningKey(db, context);
     // Past the grace tokens it may have signed: only the voided file is left, and it was never written.
     time += 73 * HOUR;
-    const retired = await retireSigningKey(db, signer.key_id, { graceHours: 72 }, context);
+    const retired = await retireSigningKey(db, signer.key_id, { graceHours: 72, databaseUrl: url }, context);
     assert.deepEqual([retired.forced, retired.state], [false, 'retired']);
   });
 
