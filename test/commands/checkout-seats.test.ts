@@ -96,7 +96,7 @@ forEachEngine('checkouts that write no file, and lost files', (fixture) => {
     const first = ok(await cli('license', 'checkout', floating.id, '--ttl-days', '10', '--hardware-id', 'AIR-1', '--out', path.join(cwd, 'air-1.lic'), '--json')).json();
     failed(await cli('license', 'checkout', floating.id, '--ttl-days', '365', '--hardware-id', 'AIR-1', '--out', stick), 12, 'FILE_WRITE_FAILED');
     const [air] = await machines(floating);
-    assert.deepEqual([air.hardware_id, air.offline_until, air.holds_seat], ['AIR-1', first.valid_until.replace('Z', '.000Z'), true]);
+    assert.deepEqual([air.hardware_id, air.offline_until, air.holds_seat], ['AIR-1', first.valid_until, true]);
   });
 
   it('free a seat held by a lost file with machine release --lost-file, which the limit\'s hint names; audited', async () => {

@@ -126,7 +126,7 @@ export async function voidCheckout(db: Database, ticket: CheckoutTicket, reason:
       entityType: 'license',
       entityId: ticket.licenseId,
       details: {
-        checkout_id: ticket.checkoutId, hardware_id: ticket.hardwareId ?? null, valid_until: ticket.validUntil, reason,
+        checkout_id: ticket.checkoutId, hardware_id: ticket.hardwareId ?? null, valid_until: new Date(ticket.validUntil).toISOString(), reason,
         offline_until: offlineUntil, machine_removed: machineRemoved,
       },
     });

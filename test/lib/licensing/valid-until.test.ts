@@ -48,7 +48,7 @@ forEachEngine('a valid_until date runs through the last second of that day', (fi
     time = Date.parse('2027-01-20T10:00:00.000Z');
     const license = await createLicense(db, { customerId, type: 'time_based', validUntil: '2027-01-31' }, operator);
     const file = await checkoutLicense(db, license.id, { ttlDays: 30 }, { ...operator, issuer: 'licenses.example.com' });
-    assert.equal(file.valid_until, '2027-02-01T00:00:00Z', 'min(issued_at + 30 days, the license\'s end)');
+    assert.equal(file.valid_until, '2027-02-01T00:00:00.000Z', 'min(issued_at + 30 days, the license\'s end)');
     const publicKey = (await ensureSigningKey(db, operator)).public_key_pem;
     assert.equal(verifyLicenseFile(file.license_file, { publicKey, now: new Date('2027-01-31T23:59:59Z') }).payload.valid_until, '2027-02-01T00:00:00Z');
     assert.throws(() => verifyLicenseFile(file.license_file, { publicKey, now: new Date('2027-02-01T00:00:00Z') }), { code: 'LICENSE_EXPIRED' });
