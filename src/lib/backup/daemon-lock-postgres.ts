@@ -193,13 +193,18 @@ async function holders(client: pg.Client, mode: 'ShareLock' | 'ExclusiveLock', d
     [PG_DAEMON_LOCK, mode],
   ).catch(() => ({ rows: [] }));
   if (rows.length === 0) return undefined;
-  const named = rows.map((row) => {
-    const from = `connected from ${row.addr ?? 'a local socket'} as server pid ${row.pid}`;
-    const owner = PROCESS_NAME.exec(row.app ?? '');
-    // A holder of an older release, or a session of someone else's, is named by what it said.
-    return owner ? `${owner[1]}: process ${owner[2]} on ${owner[3]}, ${from}` : `${row.app || 'a session'}, ${from}`;
-  });
-  return `${rows.length} holder(s): ${named.join('; ')}`;
+  return `${rows.length} holder(s): ${rows.map(describeSession).join('; ')}`;
+}
+
+/**
+ * A session of pg_stat_activity in words: the process its application_name names
+ * (processApplicationName), and where it connected from.
+ */
+export function describeSession(row: { readonly pid: number; readonly addr: string | null; readonly app: string | null }): string {
+  const from = `connected from ${row.addr ?? 'a local socket'} as server pid ${row.pid}`;
+  const owner = PROCESS_NAME.exec(row.app ?? '');
+  // A holder of an older release, or a session of someone else's, is named by what it said.
+  return owner ? `${owner[1]}: process ${owner[2]} on ${owner[3]}, ${from}` : `${row.app || 'a session'}, ${from}`;
 }
 
 /** A statement on a lock's connection, answered within `ms`, or the connection is dropped (its 'end' follows). */

@@ -72,13 +72,15 @@ async function sqliteDaemonsWithout(database: string, kekId: string): Promise<st
 }
 
 async function postgresDaemonsWithout(url: string, kekId: string): Promise<string[]> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url, application_name: 'license-server protect', connectionTimeoutMillis: 5000 });
-  client.on('error', () => undefined);
+  const [{ newPostgresClient }, { describeSession }] = await Promise.all([
+    import('../storage/postgres-connection.js'),
+    import('../backup/daemon-lock-postgres.js'),
+  ]);
+  const client = newPostgresClient(url, 'license-server protect');
   try {
     await client.connect();
-    const { rows } = await client.query<{ held: string; pid: number; addr: string | null }>(
-      `SELECT l.objid::bigint AS held, l.pid, a.client_addr::text AS addr
+    const { rows } = await client.query<{ held: string; pid: number; addr: string | null; app: string | null }>(
+      `SELECT l.objid::bigint AS held, l.pid, host(a.client_addr) AS addr, a.application_name AS app
          FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
         WHERE l.locktype = 'advisory' AND l.granted AND l.classid::bigint = $1 AND l.objsubid = 2
           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -87,7 +89,7 @@ async function postgresDaemonsWithout(url: string, kekId: string): Promise<strin
     );
     return rows
       .filter((row) => Number(row.held) !== kekLockKey(kekId))
-      .map((row) => `a daemon ${Number(row.held) === 0 ? 'without a key-encryption key' : 'with another key-encryption key'} (its connection: server pid ${row.pid} from ${row.addr ?? 'a local socket'})`);
+      .map((row) => `a daemon ${Number(row.held) === 0 ? 'without a key-encryption key' : 'with another key-encryption key'} (${describeSession(row)})`);
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -116,9 +118,12 @@ class PostgresAnnouncement implements KekAnnouncement {
   }
 
   private async connect(): Promise<void> {
-    const { default: pg } = await import('pg');
-    const client = new pg.Client({ connectionString: this.url, application_name: 'license-server serve', keepAlive: true, connectionTimeoutMillis: 5000 });
-    client.on('error', () => undefined);
+    const [{ newPostgresClient }, { processApplicationName }] = await Promise.all([
+      import('../storage/postgres-connection.js'),
+      import('../backup/daemon-lock-postgres.js'),
+    ]);
+    // Named as the daemon lock's connection is, so that protect can name the daemon's process.
+    const client = newPostgresClient(this.url, processApplicationName('license-server serve'));
     try {
       await client.connect();
     } catch (error) {

@@ -72,12 +72,12 @@ async function waitForOlderSnapshots(client: import('pg').Client): Promise<boole
 }
 
 async function rewritePostgresTable(url: string): Promise<string | null> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url, application_name: 'license-server erase', lock_timeout: LOCK_TIMEOUT_MS, connectionTimeoutMillis: 5000 });
-  client.on('error', () => undefined);
+  const { newPostgresClient } = await import('../storage/postgres-connection.js');
+  const client = newPostgresClient(url, 'license-server erase');
   const manual = 'the replaced private key bytes stay in a dead row version of signing_keys until `VACUUM FULL signing_keys` runs as the table\'s owner';
   try {
     await client.connect();
+    await client.query(`SET lock_timeout = ${LOCK_TIMEOUT_MS}`);
     const waited = await waitForOlderSnapshots(client);
     await client.query('VACUUM FULL signing_keys');
     return waited
