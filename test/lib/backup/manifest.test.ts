@@ -65,6 +65,15 @@ describe('the backup manifest (docs/backup-format.md, "manifest.json")', () => {
     assert.equal(outcome([example]), 'BACKUP_INVALID: the backup manifest is invalid: it is not an object');
   });
 
+  it('takes the optional signing_keys in the form the section gives, and refuses another form', () => {
+    const keys = [{ key_id: '0123456789abcdef', state: 'active', created_at: '2026-11-22T10:15:00.000Z' }];
+    assert.equal(outcome({ ...example, signing_keys: keys }), 'accepted');
+    assert.equal(outcome({ ...example, signing_keys: [] }), 'accepted');
+    for (const bad of [{}, [{ ...keys[0], key_id: 'ABCDEF0123456789' }], [{ ...keys[0], state: 'revoked' }], [{ ...keys[0], created_at: 1 }], [null]]) {
+      assert.equal(outcome({ ...example, signing_keys: bad }), 'BACKUP_INVALID: the backup manifest is invalid: "signing_keys" is malformed', JSON.stringify(bad));
+    }
+  });
+
   it('requires the database entry of its engine', () => {
     const others = (example.entries as Array<{ name: string }>).filter((entry) => entry.name !== 'database/sqlite.db');
     assert.equal(outcome({ ...example, entries: others }), 'BACKUP_INVALID: the backup manifest is invalid: it lists no database/sqlite.db');
