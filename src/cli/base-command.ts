@@ -115,6 +115,14 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.say(process.stdout.isTTY ? onTerminal : forScripts);
   }
 
+  /**
+   * A list's next page, on standard error even with --json: stdout keeps the list in its
+   * documented form, and a script still learns the cursor to pass as --cursor.
+   */
+  protected sayNextPage(nextCursor: string | null): void {
+    if (nextCursor !== null) process.stderr.write(`next page: --cursor ${nextCursor}\n`);
+  }
+
   /** A warning on standard error, as one plain line (oclif's warn() wraps and decorates). */
   protected warnLine(text: string): void {
     this.logToStderr(`warning: ${text}`);

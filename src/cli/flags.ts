@@ -1,8 +1,13 @@
 import * as Flags from '@oclif/core/flags';
 
+/**
+ * Every list command's paging: a page of --limit rows; when more follow, the command prints
+ * `next page: --cursor <cursor>` on standard error (stdout keeps the list, --json one document).
+ */
 export const pagingFlags = {
   limit: Flags.integer({ description: 'At most this many rows (1-10000).', default: 100 }),
-  offset: Flags.integer({ description: 'Skip this many rows.', default: 0 }),
+  cursor: Flags.string({ description: 'Start after the previous page: the cursor its "next page:" line printed (same filters).', exclusive: ['offset'] }),
+  offset: Flags.integer({ description: 'Skip this many rows (at most 10000; page further with --cursor).' }),
 };
 
 /** The listener's flags, shared by `serve` and `config show` (which shows their effect). */

@@ -278,8 +278,8 @@ function send(request: IncomingMessage, response: ServerResponse, reply: Reply):
   } else {
     payload = Buffer.isBuffer(reply.raw) ? reply.raw : Buffer.from(reply.raw, 'utf8');
     response.setHeader('Content-Type', reply.contentType);
-    for (const [name, value] of Object.entries(reply.headers ?? {})) response.setHeader(name, value);
   }
+  for (const [name, value] of Object.entries(reply.headers ?? {})) response.setHeader(name, value);
   response.statusCode = reply.status ?? 200;
   response.setHeader('Content-Length', payload.length);
   response.end(request.method === 'HEAD' ? undefined : payload);

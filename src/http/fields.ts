@@ -1,4 +1,5 @@
 import { LicenseServerError } from '../lib/errors.js';
+import type { ListPage, Page } from '../lib/paging.js';
 import { describe } from '../lib/validate.js';
 
 /**
@@ -48,4 +49,31 @@ export function queryBoolean(value: string | undefined, name: string): boolean |
 export function asString(value: unknown, name: string): string {
   if (typeof value !== 'string') throw new LicenseServerError('INVALID_INPUT', `${name} must be a string`);
   return value;
+}
+
+/** The paging parameters every list route takes: `limit`, `offset` and `cursor`. */
+export const PAGING_QUERY = ['limit', 'offset', 'cursor'] as const;
+
+export function queryPage(q: Record<string, string | undefined>): Page {
+  return {
+    ...(q.limit === undefined ? {} : { limit: queryInteger(q.limit, 'limit')! }),
+    ...(q.offset === undefined ? {} : { offset: queryInteger(q.offset, 'offset')! }),
+    ...(q.cursor === undefined ? {} : { cursor: q.cursor }),
+  };
+}
+
+/**
+ * A list's reply: the page as a JSON array (as before cursors), and when more rows follow a
+ * `Link: <path?...>; rel="next"` header (RFC 8288) with the request's own filters and limit
+ * and the next cursor in place of any offset or earlier cursor.
+ */
+export function pageReply(path: string, query: URLSearchParams, page: ListPage<unknown>, shape: (items: unknown[]) => unknown = (items) => items): {
+  json: unknown;
+  headers?: Record<string, string>;
+} {
+  if (page.next_cursor === null) return { json: shape(page.items) };
+  const next = new URLSearchParams();
+  for (const [name, value] of query) if (name !== 'offset' && name !== 'cursor') next.append(name, value);
+  next.set('cursor', page.next_cursor);
+  return { json: shape(page.items), headers: { Link: `<${path}?${next.toString()}>; rel="next"` } };
 }

@@ -15,7 +15,7 @@ export interface RequestContext {
 }
 
 export type Reply =
-  | { readonly status?: number; readonly json: unknown }
+  | { readonly status?: number; readonly json: unknown; readonly headers?: Record<string, string> }
   | { readonly status?: number; readonly stream: Readable; readonly size: number; readonly contentType: string; readonly headers?: Record<string, string> }
   | { readonly status?: number; readonly raw: string | Buffer; readonly contentType: string; readonly headers?: Record<string, string> };
 

@@ -2,7 +2,8 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import { recordAudit } from './audit.js';
 import { now, type OperationContext } from './context.js';
 import { LicenseServerError } from './errors.js';
-import { pageSql, type Page } from './paging.js';
+import type { Keyset } from './cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from './paging.js';
 import { isUniqueViolation } from './storage/errors.js';
 import type { Database, Queryable, Row } from './storage/types.js';
 import { asIso, asIsoOrNull } from './storage/values.js';
@@ -145,10 +146,25 @@ async function insertToken(
   return getToken(tx, id);
 }
 
+export const TOKEN_KEYSET: Keyset = {
+  list: 'tokens',
+  keys: [{ column: 'created_at', field: 'created_at', kind: 'timestamp' }, { column: 'id', field: 'id', kind: 'uuid' }],
+};
+
+/** Oldest first; the whole list when no page is asked for (callers in the core count them). */
+export function tokenListQuery(options: { includeRevoked?: boolean } & Page = {}): PageQuery {
+  const where = options.includeRevoked ? [] : ['revoked_at IS NULL'];
+  return pageQuery(`SELECT ${COLUMNS} FROM admin_tokens`, where, [], TOKEN_KEYSET, { all: options.includeRevoked === true }, options, { whole: true });
+}
+
+export async function listAdminTokensPage(db: Queryable, options: { includeRevoked?: boolean } & Page = {}): Promise<ListPage<AdminToken>> {
+  const query = tokenListQuery(options);
+  const page = pageRows(query, await db.query(query.sql, query.params));
+  return { items: page.rows.map(toToken), next_cursor: page.next_cursor };
+}
+
 export async function listAdminTokens(db: Queryable, options: { includeRevoked?: boolean } & Page = {}): Promise<AdminToken[]> {
-  const where = options.includeRevoked ? '' : 'WHERE revoked_at IS NULL';
-  const rows = await db.query(`SELECT ${COLUMNS} FROM admin_tokens ${where} ORDER BY created_at, id ${pageSql(options)}`);
-  return rows.map(toToken);
+  return (await listAdminTokensPage(db, options)).items;
 }
 
 /**

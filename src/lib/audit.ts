@@ -1,7 +1,8 @@
 import type { OperationContext } from './context.js';
 import { now } from './context.js';
-import { pageSql } from './paging.js';
-import type { Database, Queryable, SqlValue } from './storage/types.js';
+import type { Keyset } from './cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from './paging.js';
+import type { Database, Queryable, Row, SqlValue } from './storage/types.js';
 import { asInt, asIso, asJson } from './storage/values.js';
 
 export interface AuditEntry {
@@ -45,20 +46,28 @@ export async function appendAudit(db: Database, context: OperationContext, event
   await db.transaction((tx) => recordAudit(tx, context, event));
 }
 
-export interface AuditFilter {
+export interface AuditFilter extends Page {
   readonly action?: string;
   readonly actor?: string;
   readonly entityType?: string;
   readonly entityId?: string;
   readonly since?: Date;
   readonly until?: Date;
-  /** 100 when left out. */
-  readonly limit?: number;
-  readonly offset?: number;
 }
 
-/** Newest first. */
-export async function listAudit(db: Queryable, filter: AuditFilter = {}): Promise<AuditEntry[]> {
+/**
+ * Newest first, by when it happened: `occurred_at DESC, id DESC`, which every filter's index
+ * ends in (migration 6), so that a page and a --since/--until range are read from an index
+ * instead of sorting the log. (Ordered by id alone, SQLite would not use the occurred_at
+ * index for a time range.)
+ */
+export const AUDIT_KEYSET: Keyset = {
+  list: 'audit',
+  keys: [{ column: 'occurred_at', field: 'occurred_at', kind: 'timestamp' }, { column: 'id', field: 'id', kind: 'integer' }],
+  descending: true,
+};
+
+export function auditListQuery(filter: AuditFilter = {}): PageQuery {
   const where: string[] = [];
   const params: SqlValue[] = [];
   const add = (clause: string, value: SqlValue | undefined) => {
@@ -66,16 +75,31 @@ export async function listAudit(db: Queryable, filter: AuditFilter = {}): Promis
     where.push(clause);
     params.push(value);
   };
+  const since = filter.since?.toISOString();
+  const until = filter.until?.toISOString();
   add('action = ?', filter.action);
   add('actor = ?', filter.actor);
   add('entity_type = ?', filter.entityType);
   add('entity_id = ?', filter.entityId);
-  add('occurred_at >= ?', filter.since?.toISOString());
-  add('occurred_at < ?', filter.until?.toISOString());
-  const sql = `SELECT id, occurred_at, actor, action, entity_type, entity_id, details FROM audit_log
-    ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY id DESC ${pageSql({ limit: filter.limit ?? 100, offset: filter.offset })}`;
-  const rows = await db.query(sql, params);
-  return rows.map((row) => ({
+  add('occurred_at >= ?', since);
+  add('occurred_at < ?', until);
+  const filters = { action: filter.action, actor: filter.actor, entity_type: filter.entityType, entity_id: filter.entityId, since, until };
+  return pageQuery('SELECT id, occurred_at, actor, action, entity_type, entity_id, details FROM audit_log', where, params, AUDIT_KEYSET, filters, filter);
+}
+
+export async function listAuditPage(db: Queryable, filter: AuditFilter = {}): Promise<ListPage<AuditEntry>> {
+  const query = auditListQuery(filter);
+  const page = pageRows(query, await db.query(query.sql, query.params));
+  return { items: page.rows.map(toAuditEntry), next_cursor: page.next_cursor };
+}
+
+/** One page (100 entries when no limit is given), newest first. */
+export async function listAudit(db: Queryable, filter: AuditFilter = {}): Promise<AuditEntry[]> {
+  return (await listAuditPage(db, filter)).items;
+}
+
+function toAuditEntry(row: Row): AuditEntry {
+  return {
     id: asInt(row.id),
     occurred_at: asIso(row.occurred_at),
     actor: String(row.actor),
@@ -83,5 +107,5 @@ export async function listAudit(db: Queryable, filter: AuditFilter = {}): Promis
     entity_type: String(row.entity_type),
     entity_id: row.entity_id === null ? null : String(row.entity_id),
     details: asJson(row.details),
-  }));
+  };
 }

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { recordAudit } from './audit.js';
 import { now, type OperationContext } from './context.js';
 import { LicenseServerError } from './errors.js';
-import { checkLimit, checkOffset } from './paging.js';
-import type { Database, Queryable, Row, SqlValue } from './storage/types.js';
+import type { Keyset } from './cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from './paging.js';
+import type { Database, Queryable, Row } from './storage/types.js';
 import { asBool, asIso } from './storage/values.js';
 import { parseUuid, requireNonEmpty } from './validate.js';
 
@@ -37,24 +38,30 @@ export async function getCustomer(db: Queryable, id: string): Promise<Customer> 
   return toCustomer(rows[0]);
 }
 
-export interface CustomerFilter {
+export interface CustomerFilter extends Page {
   readonly active?: boolean;
-  readonly limit?: number;
-  readonly offset?: number;
 }
 
-/** Oldest first, so that paging with offset is stable while customers are added. */
+export const CUSTOMER_KEYSET: Keyset = {
+  list: 'customers',
+  keys: [{ column: 'created_at', field: 'created_at', kind: 'timestamp' }, { column: 'id', field: 'id', kind: 'uuid' }],
+};
+
+/** One page of customers, oldest first, so that pages stay stable while customers are added. */
+export function customerListQuery(filter: CustomerFilter = {}): PageQuery {
+  const where = filter.active === undefined ? [] : ['active = ?'];
+  const params = filter.active === undefined ? [] : [filter.active];
+  return pageQuery(`SELECT ${COLUMNS} FROM customers`, where, params, CUSTOMER_KEYSET, { active: filter.active }, filter);
+}
+
+export async function listCustomersPage(db: Queryable, filter: CustomerFilter = {}): Promise<ListPage<Customer>> {
+  const query = customerListQuery(filter);
+  const page = pageRows(query, await db.query(query.sql, query.params));
+  return { items: page.rows.map(toCustomer), next_cursor: page.next_cursor };
+}
+
 export async function listCustomers(db: Queryable, filter: CustomerFilter = {}): Promise<Customer[]> {
-  const params: SqlValue[] = [];
-  let where = '';
-  if (filter.active !== undefined) {
-    where = 'WHERE active = ?';
-    params.push(filter.active);
-  }
-  const limit = checkLimit(filter.limit ?? 100);
-  const offset = checkOffset(filter.offset ?? 0);
-  const rows = await db.query(`SELECT ${COLUMNS} FROM customers ${where} ORDER BY created_at, id LIMIT ${limit} OFFSET ${offset}`, params);
-  return rows.map(toCustomer);
+  return (await listCustomersPage(db, filter)).items;
 }
 
 /** Activates or deactivates; audited only when the state actually changes. */

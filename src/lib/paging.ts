@@ -1,6 +1,15 @@
+import { decodeCursor, encodeCursor, positionOf, type Keyset, type ListFilters } from './cursor.js';
 import { LicenseServerError } from './errors.js';
+import type { Row, SqlValue } from './storage/types.js';
 
 export const MAX_LIST_LIMIT = 10_000;
+export const DEFAULT_LIST_LIMIT = 100;
+/**
+ * OFFSET makes the engine walk every skipped row: at a million licenses a page 900k rows in
+ * took seconds and held the SQLite thread. Deeper pages are for the cursor, which costs the
+ * same at any depth.
+ */
+export const MAX_LIST_OFFSET = 10_000;
 
 /** Validates a page size; used by every list operation. */
 export function checkLimit(limit: number): number {
@@ -14,24 +23,107 @@ export function checkOffset(offset: number): number {
   if (!Number.isSafeInteger(offset) || offset < 0) {
     throw new LicenseServerError('INVALID_INPUT', `offset must be a non-negative integer, got ${offset}`);
   }
+  if (offset > MAX_LIST_OFFSET) {
+    throw new LicenseServerError('INVALID_INPUT', `offset may be at most ${MAX_LIST_OFFSET}, got ${offset}; page deeper with the cursor each page gives for the next one`);
+  }
   return offset;
 }
 
-/** A page of a list: at most `limit` items after the first `offset`; all of them when both are left out. */
+/**
+ * A page of a list: at most `limit` items (100 when left out), after the first `offset` or
+ * after the row a `cursor` from the previous page names (never both).
+ */
 export interface Page {
   readonly limit?: number;
   readonly offset?: number;
+  readonly cursor?: string;
 }
 
-/** `LIMIT n OFFSET m` for a page, checked (the same on both engines), or '' for the whole list. */
-export function pageSql(page: Page = {}): string {
-  if (page.limit === undefined && page.offset === undefined) return '';
-  return `LIMIT ${checkLimit(page.limit ?? 100)} OFFSET ${checkOffset(page.offset ?? 0)}`;
+/** One page and, when more rows follow, the cursor of the page after it. */
+export interface ListPage<T> {
+  readonly items: T[];
+  readonly next_cursor: string | null;
 }
 
-/** The same page of a list already in memory. */
-export function pageOf<T>(items: readonly T[], page: Page = {}): T[] {
-  if (page.limit === undefined && page.offset === undefined) return [...items];
-  const offset = checkOffset(page.offset ?? 0);
-  return items.slice(offset, offset + checkLimit(page.limit ?? 100));
+/** The SQL of one page of a list, and what is needed to turn its rows into a ListPage. */
+export interface PageQuery {
+  readonly sql: string;
+  readonly params: SqlValue[];
+  readonly keyset: Keyset;
+  readonly filters: ListFilters;
+  /** Rows asked for beyond the page: 1 (to know whether a next page exists), or 0 for a whole list. */
+  readonly limit: number | undefined;
+}
+
+/**
+ * Builds a keyset-paged query: `where` (the filters, already with their params) plus the
+ * cursor's position as a row-value comparison, which both engines answer from an index on
+ * the sort keys, ordered by those keys and limited to one row more than the page.
+ * `whole: true` lists everything when no page is asked for (for callers inside the core).
+ */
+export function pageQuery(
+  select: string,
+  where: readonly string[],
+  params: readonly SqlValue[],
+  keyset: Keyset,
+  filters: ListFilters,
+  page: Page = {},
+  options: { readonly whole?: boolean } = {},
+): PageQuery {
+  if (page.cursor !== undefined && page.offset !== undefined) {
+    throw new LicenseServerError('INVALID_INPUT', 'give either a cursor or an offset, not both');
+  }
+  const conditions = [...where];
+  const allParams = [...params];
+  if (page.cursor !== undefined) {
+    const position = decodeCursor(page.cursor, keyset, filters);
+    const columns = keyset.keys.map((key) => key.column);
+    const marks = columns.map(() => '?');
+    const comparison = keyset.descending ? '<' : '>';
+    conditions.push(columns.length === 1 ? `${columns[0]} ${comparison} ?` : `(${columns.join(', ')}) ${comparison} (${marks.join(', ')})`);
+    allParams.push(...position);
+  }
+  const order = keyset.keys.map((key) => `${key.column}${keyset.descending ? ' DESC' : ''}`).join(', ');
+  const whole = options.whole === true && page.limit === undefined && page.offset === undefined && page.cursor === undefined;
+  const limit = whole ? undefined : checkLimit(page.limit ?? DEFAULT_LIST_LIMIT);
+  const offset = page.offset === undefined ? 0 : checkOffset(page.offset);
+  const tail = limit === undefined ? '' : ` LIMIT ${limit + 1}${offset > 0 ? ` OFFSET ${offset}` : ''}`;
+  const sql = `${select}${conditions.length ? ` WHERE ${conditions.join(' AND ')}` : ''} ORDER BY ${order}${tail}`;
+  return { sql, params: allParams, keyset, filters, limit };
+}
+
+/** The page's rows (the extra one dropped) and the cursor of the next page, if there is one. */
+export function pageRows(query: PageQuery, rows: readonly Row[]): { rows: Row[]; next_cursor: string | null } {
+  if (query.limit === undefined || rows.length <= query.limit) return { rows: [...rows], next_cursor: null };
+  const shown = rows.slice(0, query.limit);
+  return { rows: shown, next_cursor: encodeCursor(query.keyset, query.filters, positionOf(query.keyset, shown.at(-1)!)) };
+}
+
+/**
+ * The same paging over a list already in memory, sorted by the keyset (backup files):
+ * the cursor names the last item shown by its sort key values.
+ */
+export function pageOf<T extends object>(items: readonly T[], keyset: Keyset, filters: ListFilters, page: Page = {}): ListPage<T> {
+  if (page.cursor !== undefined && page.offset !== undefined) {
+    throw new LicenseServerError('INVALID_INPUT', 'give either a cursor or an offset, not both');
+  }
+  const limit = checkLimit(page.limit ?? DEFAULT_LIST_LIMIT);
+  let start = page.offset === undefined ? 0 : checkOffset(page.offset);
+  if (page.cursor !== undefined) {
+    const position = decodeCursor(page.cursor, keyset, filters);
+    const after = (item: T) => {
+      const values = positionOf(keyset, item as Readonly<Record<string, unknown>>);
+      for (let i = 0; i < values.length; i += 1) {
+        if (values[i] === position[i]) continue;
+        const greater = values[i]! > position[i]!;
+        return keyset.descending ? !greater : greater;
+      }
+      return false;
+    };
+    start = items.findIndex(after);
+    if (start < 0) start = items.length;
+  }
+  const shown = items.slice(start, start + limit);
+  const more = start + limit < items.length;
+  return { items: shown, next_cursor: more ? encodeCursor(keyset, filters, positionOf(keyset, shown.at(-1) as Readonly<Record<string, unknown>>)) : null };
 }

@@ -5,13 +5,13 @@ import path from 'node:path';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 
-/** The README promises it: "List commands take `--limit` (default 100) and `--offset`." */
+/** The README promises it: list commands print `--limit` rows (default 100), page on with `--cursor`, and take `--offset`. */
 describe('list commands and their paging flags', () => {
-  it('every list command takes --limit (default 100) and --offset', () => {
+  it('every list command (and license usage) takes --limit (default 100), --cursor and --offset', () => {
     const manifest = JSON.parse(readFileSync(new URL('../../oclif.manifest.json', import.meta.url), 'utf8'));
-    const lists = Object.entries(manifest.commands as Record<string, { flags: Record<string, { default?: unknown }> }>).filter(([id]) => id.endsWith(':list'));
-    assert.ok(lists.length >= 8, `${lists.length} list commands`);
-    const missing = lists.filter(([, command]) => command.flags.limit?.default !== 100 || !command.flags.offset).map(([id]) => id);
+    const lists = Object.entries(manifest.commands as Record<string, { flags: Record<string, { default?: unknown }> }>).filter(([id]) => id.endsWith(':list') || id === 'license:usage');
+    assert.ok(lists.length >= 9, `${lists.length} list commands`);
+    const missing = lists.filter(([, command]) => command.flags.limit?.default !== 100 || !command.flags.offset || !command.flags.cursor).map(([id]) => id);
     assert.deepEqual(missing, []);
   });
 });
@@ -43,6 +43,20 @@ forEachEngine('paging the lists that had no --limit or --offset', (fixture) => {
       const refused = await cli(...list, '--limit', '0', '--json');
       assert.equal(refused.code, 2);
       assert.equal(refused.json().error.code, 'INVALID_INPUT');
+    });
+
+    it(`${list.join(' ')} --limit 1 walks the whole list by the --cursor each page prints on standard error`, async function () {
+      this.timeout(60_000);
+      const all = ok(await cli(...list, '--json')).json<unknown[]>();
+      const walked: unknown[] = [];
+      for (let cursor: string[] = [], pages = 0; pages <= all.length; pages += 1) {
+        const page = ok(await cli(...list, '--limit', '1', ...cursor, '--json'));
+        walked.push(...page.json<unknown[]>());
+        const next = /^next page: --cursor (\S+)$/m.exec(page.stderr);
+        if (!next) break;
+        cursor = ['--cursor', next[1]!];
+      }
+      assert.deepEqual(walked, all);
     });
   }
 });

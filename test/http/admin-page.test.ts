@@ -190,4 +190,31 @@ describe('the admin page in headless Chromium', function () {
     assert.equal(await page.locator('#machine-table button').count(), 0, 'no machine actions');
     assert.equal(await page.locator('#pem').textContent(), (await api(serve.url, 'GET', '/api/signing-key', { token: serve.token })).body.public_key_pem);
   });
+
+  it('shows licenses a page at a time, "More licenses" following the Link header to the end', async () => {
+    const token = serve.token!;
+    const customer = (await api(serve.url, 'POST', '/api/customers', { token, body: { name: 'Many licenses' } })).body;
+    for (let i = 0; i < 104; i += 1) {
+      const created = await api(serve.url, 'POST', '/api/licenses', { token, body: { customer_id: customer.id, type: 'time_based', valid_until: '2099-01-01' } });
+      assert.equal(created.status, 201, created.text);
+    }
+    const all: string[] = [];
+    for (let route: string | null = '/api/licenses?limit=1000'; route;) {
+      const answer = await api(serve.url, 'GET', route, { token });
+      all.push(...answer.body.map((l: { key_prefix: string }) => l.key_prefix));
+      route = /^<([^>]+)>/.exec(answer.headers.get('link') ?? '')?.[1] ?? null;
+    }
+    assert.equal(all.length, 105);
+    await page.reload();
+    const rows = page.locator('#license-table tbody tr');
+    const more = page.getByRole('button', { name: 'More licenses' });
+    await more.waitFor();
+    assert.equal(await rows.count(), 100, 'the first page: the default limit');
+    await more.click();
+    await page.getByText('Loaded more licenses.').waitFor();
+    assert.equal(await rows.count(), 105);
+    assert.equal(await more.isHidden(), true, 'no More on the last page');
+    const shown = await rows.evaluateAll((trs) => trs.map((tr: any) => String(tr.cells[0].textContent).replace('…', '')));
+    assert.deepEqual(shown, all, 'every license once, in the list order');
+  });
 });

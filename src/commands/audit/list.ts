@@ -2,7 +2,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { listAudit, type AuditEntry } from '../../lib/audit.js';
+import { listAuditPage, type AuditEntry } from '../../lib/audit.js';
 import { escapeInvisible, parseTimestamp } from '../../lib/validate.js';
 
 export default class AuditList extends BaseCommand<typeof AuditList> {
@@ -32,8 +32,9 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
       until: flags.until === undefined ? undefined : parseTimestamp(flags.until, '--until'),
       limit: flags.limit,
       offset: flags.offset,
+      cursor: flags.cursor,
     };
-    const entries = await this.withDatabase((db) => listAudit(db, filter));
+    const { items: entries, next_cursor } = await this.withDatabase((db) => listAuditPage(db, filter));
     this.say(
       formatTable(entries, [
         { header: 'ID', value: (e) => e.id },
@@ -45,6 +46,7 @@ export default class AuditList extends BaseCommand<typeof AuditList> {
         { header: 'DETAILS', value: (e) => (Object.keys(e.details).length ? escapeInvisible(JSON.stringify(e.details)) : '-') },
       ]),
     );
+    this.sayNextPage(next_cursor);
     return entries;
   }
 }

@@ -4,7 +4,7 @@ import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
 import { formatBytes } from '../../cli/progress.js';
 import type { BackupRecord } from '../../lib/backup/repository.js';
-import { backupView } from '../../lib/backup/view.js';
+import { pageBackups } from '../../lib/backup/view.js';
 
 export default class BackupList extends BaseCommand<typeof BackupList> {
   static override description = `List complete, verified backups, newest first. Reads only their index files: fast, and works while the database is down.
@@ -16,13 +16,13 @@ Warns on standard error (also with --json, whose output stays the list) about wh
 
   async run(): Promise<Array<BackupRecord & { id: string }>> {
     const config = await this.resolveConfig();
-    const [{ listBackups }, { findDebris }, { pageOf }] = await Promise.all([
+    const [{ listBackups }, { findDebris }] = await Promise.all([
       import('../../lib/backup/repository.js'),
       import('../../lib/backup/debris.js'),
-      import('../../lib/paging.js'),
     ]);
     const directory = this.flags.path ?? config.settings.backup.path;
-    const backups = pageOf(await listBackups(directory), { limit: this.flags.limit, offset: this.flags.offset }).map(backupView);
+    const { limit, offset, cursor } = this.flags;
+    const { items: backups, next_cursor } = pageBackups(await listBackups(directory), { limit, offset, cursor });
     this.say(
       formatTable(backups, [
         { header: 'ID', value: (b) => b.id },
@@ -37,6 +37,7 @@ Warns on standard error (also with --json, whose output stays the list) about wh
     // On standard error even with --json (where warnLine is silent): a script keeps its
     // array on stdout and still sees that interrupted work needs attention.
     for (const item of await findDebris({ directory, databaseUrl: config.settings.database.url })) process.stderr.write(`warning: ${item.message}\n`);
+    this.sayNextPage(next_cursor);
     return backups;
   }
 }

@@ -1,7 +1,7 @@
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { formatTable } from '../../cli/output.js';
-import { listCustomers, type Customer } from '../../lib/customers.js';
+import { listCustomersPage, type Customer } from '../../lib/customers.js';
 import { pagingFlags } from '../../cli/flags.js';
 
 export default class CustomerList extends BaseCommand<typeof CustomerList> {
@@ -12,8 +12,8 @@ export default class CustomerList extends BaseCommand<typeof CustomerList> {
   };
 
   async run(): Promise<Customer[]> {
-    const { active, limit, offset } = this.flags;
-    const customers = await this.withDatabase((db) => listCustomers(db, { active, limit, offset }));
+    const { active, limit, offset, cursor } = this.flags;
+    const { items: customers, next_cursor } = await this.withDatabase((db) => listCustomersPage(db, { active, limit, offset, cursor }));
     this.say(
       formatTable(customers, [
         { header: 'ID', value: (c) => c.id },
@@ -22,6 +22,7 @@ export default class CustomerList extends BaseCommand<typeof CustomerList> {
         { header: 'CREATED', value: (c) => c.created_at },
       ]),
     );
+    this.sayNextPage(next_cursor);
     return customers;
   }
 }

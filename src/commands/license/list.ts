@@ -2,7 +2,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { LICENSE_TYPES, listLicenses, type License } from '../../lib/licensing/licenses.js';
+import { LICENSE_TYPES, listLicensesPage, type License } from '../../lib/licensing/licenses.js';
 
 export default class LicenseList extends BaseCommand<typeof LicenseList> {
   static override description = 'List licenses, oldest first.';
@@ -14,8 +14,8 @@ export default class LicenseList extends BaseCommand<typeof LicenseList> {
   };
 
   async run(): Promise<License[]> {
-    const { customer, active, type, limit, offset } = this.flags;
-    const licenses = await this.withDatabase((db) => listLicenses(db, { customerId: customer, active, type, limit, offset }));
+    const { customer, active, type, limit, offset, cursor } = this.flags;
+    const { items: licenses, next_cursor } = await this.withDatabase((db) => listLicensesPage(db, { customerId: customer, active, type, limit, offset, cursor }));
     this.say(
       formatTable(licenses, [
         { header: 'ID', value: (l) => l.id },
@@ -27,6 +27,7 @@ export default class LicenseList extends BaseCommand<typeof LicenseList> {
         { header: 'ENTITLEMENTS', value: (l) => l.entitlements.map((e) => e.code).join(',') || '-' },
       ]),
     );
+    this.sayNextPage(next_cursor);
     return licenses;
   }
 }

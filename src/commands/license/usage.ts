@@ -1,8 +1,9 @@
 import * as Args from '@oclif/core/args';
 import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
+import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { listUsageRecords, type UsageRecord } from '../../lib/licensing/usage-view.js';
+import { listUsageRecordsPage, type UsageRecord } from '../../lib/licensing/usage-view.js';
 import { parseTimestamp } from '../../lib/validate.js';
 
 export default class LicenseUsage extends BaseCommand<typeof LicenseUsage> {
@@ -10,13 +11,18 @@ export default class LicenseUsage extends BaseCommand<typeof LicenseUsage> {
   static override args = { license: Args.string({ description: 'License id (UUID) or license key.', required: true }) };
   static override flags = {
     since: Flags.string({ description: 'Only reports recorded at or after this date or time.' }),
-    limit: Flags.integer({ description: 'At most this many (1-1000).', default: 100 }),
+    ...pagingFlags,
   };
 
   async run(): Promise<UsageRecord[]> {
     const { flags } = this;
-    const records = await this.withDatabase((db) =>
-      listUsageRecords(db, this.args.license, { ...(flags.since === undefined ? {} : { since: parseTimestamp(flags.since, 'since') }), limit: flags.limit }),
+    const { items: records, next_cursor } = await this.withDatabase((db) =>
+      listUsageRecordsPage(db, this.args.license, {
+        ...(flags.since === undefined ? {} : { since: parseTimestamp(flags.since, 'since') }),
+        limit: flags.limit,
+        offset: flags.offset,
+        cursor: flags.cursor,
+      }),
     );
     this.say(
       formatTable(records, [
@@ -29,6 +35,7 @@ export default class LicenseUsage extends BaseCommand<typeof LicenseUsage> {
         { header: 'IDEMPOTENCY KEY', value: (r) => r.idempotency_key },
       ]),
     );
+    this.sayNextPage(next_cursor);
     return records;
   }
 }

@@ -1,7 +1,7 @@
 import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { listSigningKeys, type SigningKeyInfo } from '../../lib/signing-keys/keys.js';
+import { listSigningKeysPage, type SigningKeyInfo } from '../../lib/signing-keys/keys.js';
 
 export default class SigningKeyList extends BaseCommand<typeof SigningKeyList> {
   static override description = 'List the signing keys: id, state (active, next, verify-only, retired), creation, fingerprint, and whether the private key is sealed.';
@@ -9,8 +9,8 @@ export default class SigningKeyList extends BaseCommand<typeof SigningKeyList> {
   static override flags = { ...pagingFlags };
 
   async run(): Promise<SigningKeyInfo[]> {
-    const { limit, offset } = this.flags;
-    const keys = await this.withDatabase((db) => listSigningKeys(db, { limit, offset }));
+    const { limit, offset, cursor } = this.flags;
+    const { items: keys, next_cursor } = await this.withDatabase((db) => listSigningKeysPage(db, { limit, offset, cursor }));
     this.say(
       formatTable(keys, [
         { header: 'KEY ID', value: (k) => k.key_id },
@@ -22,6 +22,7 @@ export default class SigningKeyList extends BaseCommand<typeof SigningKeyList> {
         { header: 'FINGERPRINT (SHA-256)', value: (k) => k.fingerprint },
       ]),
     );
+    this.sayNextPage(next_cursor);
     return keys;
   }
 }

@@ -2,7 +2,7 @@ import * as Flags from '@oclif/core/flags';
 import { BaseCommand } from '../../cli/base-command.js';
 import { pagingFlags } from '../../cli/flags.js';
 import { formatTable } from '../../cli/output.js';
-import { listAdminTokens, tokenNameWarnings, type AdminToken } from '../../lib/admin-tokens.js';
+import { listAdminTokensPage, tokenNameWarnings, type AdminToken } from '../../lib/admin-tokens.js';
 import { escapeInvisible } from '../../lib/validate.js';
 
 export default class TokenList extends BaseCommand<typeof TokenList> {
@@ -10,7 +10,8 @@ export default class TokenList extends BaseCommand<typeof TokenList> {
   static override flags = { all: Flags.boolean({ description: 'Include revoked tokens.', default: false }), ...pagingFlags };
 
   async run(): Promise<AdminToken[]> {
-    const tokens = await this.withDatabase((db) => listAdminTokens(db, { includeRevoked: this.flags.all, limit: this.flags.limit, offset: this.flags.offset }));
+    const { all, limit, offset, cursor } = this.flags;
+    const { items: tokens, next_cursor } = await this.withDatabase((db) => listAdminTokensPage(db, { includeRevoked: all, limit, offset, cursor }));
     this.say(
       formatTable(tokens, [
         { header: 'ID', value: (t) => t.id },
@@ -24,6 +25,7 @@ export default class TokenList extends BaseCommand<typeof TokenList> {
       ]),
     );
     for (const warning of tokenNameWarnings(tokens)) this.warnLine(warning);
+    this.sayNextPage(next_cursor);
     return tokens;
   }
 }

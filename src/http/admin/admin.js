@@ -92,6 +92,26 @@ async function save(response, fallback) {
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
+/** The next page of a list answer (its `Link: <...>; rel="next"` header), or null on the last page. */
+function nextPage(response) {
+  const link = response.headers.get('link');
+  const match = link ? /<([^>]+)>\s*;\s*rel="next"/.exec(link) : null;
+  return match ? match[1] : null;
+}
+
+/**
+ * Shows a list's "More" button while the server announces a next page; a click loads that
+ * page (the server's own URL, filters and cursor included) below the rows already shown.
+ */
+function offerMore(selector, next, load, what) {
+  const more = $(selector);
+  more.hidden = next === null;
+  more.onclick = next === null ? null : (event) => busy(event.currentTarget, `Loading more ${what}…`, async () => {
+    await load(next);
+    return `Loaded more ${what}.`;
+  });
+}
+
 /** Runs `work` with the button disabled and a status line, reporting the outcome. */
 async function busy(control, message, work) {
   control.disabled = true;
@@ -108,8 +128,12 @@ async function busy(control, message, work) {
   }
 }
 
-async function loadBackups() {
-  const { backups, scheduler } = await (await call('GET', '/api/backups')).json();
+async function loadBackups(page) {
+  const response = await call('GET', page ?? '/api/backups');
+  const { backups, scheduler } = await response.json();
+  offerMore('#more-backups', nextPage(response), loadBackups, 'backups');
+  const body = $('#backup-table tbody');
+  if (page === undefined) body.replaceChildren();
   const facts = $('#scheduler');
   facts.replaceChildren();
   const fact = (term, value) => {
@@ -125,8 +149,6 @@ async function loadBackups() {
     const last = scheduler.last_run;
     fact('Last run', last ? `${last.slot}: ${last.status}${last.error ? ` (${last.error})` : ''}` : 'none yet');
   }
-  const body = $('#backup-table tbody');
-  body.replaceChildren();
   for (const backup of backups) {
     const row = document.createElement('tr');
     row.dataset.backupId = backup.backup_id;
@@ -152,7 +174,7 @@ async function loadBackups() {
     cell(row, '').replaceChildren(actions);
     body.append(row);
   }
-  if (backups.length === 0) {
+  if (backups.length === 0 && page === undefined) {
     const row = document.createElement('tr');
     cell(row, 'No backups yet.').colSpan = 8;
     body.append(row);
@@ -204,11 +226,18 @@ function describeSigningKeys(keys, mood) {
   return `${foreign}${changes.length ? `Signing keys${mood === 'would' ? ' that would change' : ' changed'}: ${changes.join('; ')}.` : ''}`;
 }
 
-async function loadLicenses() {
-  const licenses = await (await call('GET', '/api/licenses?limit=1000')).json();
-  await loadMachines(licenses);
+/** License key prefixes by license id, from the pages of licenses loaded: machines name their license by it. */
+const licensePrefixes = new Map();
+
+/** The first page of licenses (and of machines), or with `page` the next one below them. */
+async function loadLicenses(page) {
+  const response = await call('GET', page ?? '/api/licenses');
+  const licenses = await response.json();
+  for (const license of licenses) licensePrefixes.set(license.id, license.key_prefix);
+  offerMore('#more-licenses', nextPage(response), loadLicenses, 'licenses');
+  if (page === undefined) await loadMachines();
   const body = $('#license-table tbody');
-  body.replaceChildren();
+  if (page === undefined) body.replaceChildren();
   for (const license of licenses) {
     const row = document.createElement('tr');
     row.dataset.licenseId = license.id;
@@ -252,15 +281,16 @@ async function loadLicenses() {
   }
 }
 
-async function loadMachines(licenses) {
-  const machines = await (await call('GET', '/api/machines?limit=1000')).json();
-  const prefixes = new Map(licenses.map((license) => [license.id, license.key_prefix]));
+async function loadMachines(page) {
+  const response = await call('GET', page ?? '/api/machines');
+  const machines = await response.json();
+  offerMore('#more-machines', nextPage(response), loadMachines, 'machines');
   const body = $('#machine-table tbody');
-  body.replaceChildren();
+  if (page === undefined) body.replaceChildren();
   for (const machine of machines) {
     const row = document.createElement('tr');
     row.dataset.machineId = machine.id;
-    cell(row, `${prefixes.get(machine.license_id) ?? machine.license_id}…`);
+    cell(row, `${licensePrefixes.get(machine.license_id) ?? machine.license_id}…`);
     cell(row, visible(machine.hardware_id));
     cell(row, visible(machine.name));
     cell(row, machine.active ? 'yes' : 'no');
@@ -282,7 +312,7 @@ async function loadMachines(licenses) {
     cell(row, '').replaceChildren(actions);
     body.append(row);
   }
-  if (machines.length === 0) {
+  if (machines.length === 0 && page === undefined) {
     const row = document.createElement('tr');
     cell(row, 'No machines yet.').colSpan = 8;
     body.append(row);

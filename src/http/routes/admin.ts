@@ -1,15 +1,16 @@
 import type { RouteDependencies } from '../app.js';
-import { listAudit } from '../../lib/audit.js';
-import { createCustomer, listCustomers, setCustomerActive } from '../../lib/customers.js';
-import { createEntitlement, listEntitlements } from '../../lib/licensing/entitlements.js';
+import { listAuditPage } from '../../lib/audit.js';
+import { createCustomer, listCustomersPage, setCustomerActive } from '../../lib/customers.js';
+import { createEntitlement, listEntitlementsPage } from '../../lib/licensing/entitlements.js';
 import { LicenseServerError } from '../../lib/errors.js';
-import { createLicense, listLicenses, setLicenseActive } from '../../lib/licensing/licenses.js';
+import { createLicense, listLicensesPage, setLicenseActive } from '../../lib/licensing/licenses.js';
 import { getCustomerSummary, getLicenseView } from '../../lib/licensing/usage-view.js';
 import { asGrants } from './lifecycle.js';
 import { checkoutLicense } from '../../lib/offline/checkout.js';
 import { ensureSigningKey } from '../../lib/signing-keys/keys.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
-import { asString, expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
+import { asString, expectFields, expectQuery, pageReply, PAGING_QUERY, queryBoolean, queryPage } from '../fields.js';
+import type { License } from '../../lib/licensing/licenses.js';
 import { licenseAsSeenBy } from '../license-visibility.js';
 import type { Route } from '../router.js';
 
@@ -64,8 +65,8 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'read',
       handle: async ({ query }) => {
-        const q = expectQuery(query, ['active', 'limit', 'offset']);
-        return { json: await listCustomers(deps.db, { active: queryBoolean(q.active, 'active'), limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
+        const q = expectQuery(query, ['active', ...PAGING_QUERY]);
+        return pageReply('/api/customers', query, await listCustomersPage(deps.db, { active: queryBoolean(q.active, 'active'), ...queryPage(q) }));
       },
     },
     {
@@ -95,8 +96,8 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'read',
       handle: async ({ query }) => {
-        const q = expectQuery(query, ['limit', 'offset']);
-        return { json: await listEntitlements(deps.db, { limit: queryInteger(q.limit, 'limit'), offset: queryInteger(q.offset, 'offset') }) };
+        const q = expectQuery(query, [...PAGING_QUERY]);
+        return pageReply('/api/entitlements', query, await listEntitlementsPage(deps.db, queryPage(q)));
       },
     },
     {
@@ -115,15 +116,14 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'read',
       handle: async ({ query, scopes }) => {
-        const q = expectQuery(query, ['customer_id', 'active', 'type', 'limit', 'offset']);
-        const licenses = await listLicenses(deps.db, {
+        const q = expectQuery(query, ['customer_id', 'active', 'type', ...PAGING_QUERY]);
+        const page = await listLicensesPage(deps.db, {
           customerId: q.customer_id,
           active: queryBoolean(q.active, 'active'),
           type: q.type,
-          limit: queryInteger(q.limit, 'limit'),
-          offset: queryInteger(q.offset, 'offset'),
+          ...queryPage(q),
         });
-        return { json: licenses.map((license) => licenseAsSeenBy(license, scopes)) };
+        return pageReply('/api/licenses', query, page, (licenses) => (licenses as License[]).map((license) => licenseAsSeenBy(license, scopes)));
       },
     },
     {
@@ -176,18 +176,16 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'read',
       handle: async ({ query }) => {
-        const q = expectQuery(query, ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until', 'limit']);
-        return {
-          json: await listAudit(deps.db, {
-            action: q.action,
-            actor: q.actor,
-            entityType: q.entity_type,
-            entityId: q.entity_id,
-            since: q.since === undefined ? undefined : parseTimestamp(q.since, 'since'),
-            until: q.until === undefined ? undefined : parseTimestamp(q.until, 'until'),
-            limit: queryInteger(q.limit, 'limit'),
-          }),
-        };
+        const q = expectQuery(query, ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until', ...PAGING_QUERY]);
+        return pageReply('/api/audit', query, await listAuditPage(deps.db, {
+          action: q.action,
+          actor: q.actor,
+          entityType: q.entity_type,
+          entityId: q.entity_id,
+          since: q.since === undefined ? undefined : parseTimestamp(q.since, 'since'),
+          until: q.until === undefined ? undefined : parseTimestamp(q.until, 'until'),
+          ...queryPage(q),
+        }));
       },
     },
   ];

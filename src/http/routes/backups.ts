@@ -2,8 +2,8 @@ import type { RouteDependencies } from '../app.js';
 import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { BACKUP_ID } from '../../lib/backup/manifest.js';
-import { backupView } from '../../lib/backup/view.js';
-import { expectFields } from '../fields.js';
+import { backupView, pageBackups } from '../../lib/backup/view.js';
+import { expectFields, expectQuery, pageReply, PAGING_QUERY, queryPage } from '../fields.js';
 import type { Route } from '../router.js';
 
 /**
@@ -24,11 +24,13 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       path: '/api/backups',
       access: 'admin',
       scope: 'backups',
-      handle: async () => {
+      handle: async ({ query }) => {
+        const q = expectQuery(query, [...PAGING_QUERY]);
         const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/debris.js')]);
+        const page = pageBackups(await listBackups(directory()), queryPage(q));
         const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
         const warnings = await findDebris({ directory: directory(), databaseUrl: deps.settings.database.url });
-        return { json: { backups: (await listBackups(directory())).map(backupView), scheduler, warnings } };
+        return pageReply('/api/backups', query, page, (backups) => ({ backups, scheduler, warnings }));
       },
     },
     {

@@ -2,10 +2,10 @@ import type { RouteDependencies } from '../app.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { renewLicense, updateLicense, type LicenseUpdate } from '../../lib/licensing/license-changes.js';
 import type { EntitlementGrant } from '../../lib/licensing/licenses.js';
-import { deactivateMachine, getMachine, listMachines, reactivateMachine, releaseLostFiles } from '../../lib/licensing/machines.js';
-import { listUsageRecords } from '../../lib/licensing/usage-view.js';
+import { deactivateMachine, getMachine, listMachinesPage, reactivateMachine, releaseLostFiles } from '../../lib/licensing/machines.js';
+import { listUsageRecordsPage } from '../../lib/licensing/usage-view.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
-import { asString, expectFields, expectQuery, queryBoolean, queryInteger } from '../fields.js';
+import { asString, expectFields, expectQuery, pageReply, PAGING_QUERY, queryBoolean, queryInteger, queryPage } from '../fields.js';
 import type { Route } from '../router.js';
 
 /** The admin API of the license lifecycle: changes, renewals, usage, machines, and who is asking. */
@@ -64,13 +64,12 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'read',
       handle: async ({ params, query }) => {
-        const q = expectQuery(query, ['since', 'limit']);
-        return {
-          json: await listUsageRecords(deps.db, parseUuid(params.id!, 'license id'), {
-            ...(q.since === undefined ? {} : { since: parseTimestamp(q.since, 'since') }),
-            ...(q.limit === undefined ? {} : { limit: queryInteger(q.limit, 'limit')! }),
-          }),
-        };
+        const q = expectQuery(query, ['since', ...PAGING_QUERY]);
+        const id = parseUuid(params.id!, 'license id');
+        return pageReply(`/api/licenses/${id}/usage`, query, await listUsageRecordsPage(deps.db, id, {
+          ...(q.since === undefined ? {} : { since: parseTimestamp(q.since, 'since') }),
+          ...queryPage(q),
+        }));
       },
     },
     {
@@ -79,16 +78,13 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'read',
       handle: async ({ query }) => {
-        const q = expectQuery(query, ['license_id', 'holding_seat', 'limit', 'offset']);
+        const q = expectQuery(query, ['license_id', 'holding_seat', ...PAGING_QUERY]);
         const holding = queryBoolean(q.holding_seat, 'holding_seat');
-        return {
-          json: await listMachines(deps.db, {
-            ...(q.license_id === undefined ? {} : { licenseId: q.license_id }),
-            ...(holding === undefined ? {} : { holdingSeat: holding }),
-            ...(q.limit === undefined ? {} : { limit: queryInteger(q.limit, 'limit')! }),
-            ...(q.offset === undefined ? {} : { offset: queryInteger(q.offset, 'offset')! }),
-          }, clock()),
-        };
+        return pageReply('/api/machines', query, await listMachinesPage(deps.db, {
+          ...(q.license_id === undefined ? {} : { licenseId: q.license_id }),
+          ...(holding === undefined ? {} : { holdingSeat: holding }),
+          ...queryPage(q),
+        }, clock()));
       },
     },
     {

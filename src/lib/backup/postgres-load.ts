@@ -19,11 +19,15 @@ const NEWLINE_END_OF_ROWS = Buffer.from('\n\\.\n');
  * Two things make a load faster than running the file with psql, with the same result:
  * - CREATE INDEX statements are held back until every row is in (dumps of the first layout
  *   create indexes before their rows; building an index once is much cheaper than growing
- *   it row by row);
+ *   it row by row), and one that a later DROP INDEX names is never built;
  * - a table this load created itself gets COPY ... WITH (FREEZE): its rows are written
  *   already frozen and visible, so nothing has to revisit them after the commit. The table
  *   is new in this transaction, so no other transaction could have seen it before anyway.
  */
+function indexName(createIndex: string): string | undefined {
+  return /^CREATE (?:UNIQUE )?INDEX (?:IF NOT EXISTS )?(\S+) /i.exec(createIndex)?.[1];
+}
+
 export async function loadDump(client: pg.Client, dump: string | AsyncIterable<Buffer>, options: { readSize?: number } = {}): Promise<void> {
   const deferred: string[] = [];
   const created = new Set<string>();
@@ -36,8 +40,14 @@ export async function loadDump(client: pg.Client, dump: string | AsyncIterable<B
   const runStatement = async (statement: string) => {
     const table = /^CREATE TABLE (?!IF NOT EXISTS )(\S+) \(/i.exec(statement);
     if (table) created.add(table[1]!);
+    const dropped = /^DROP INDEX (\S+?);?$/i.exec(statement);
+    const held = dropped ? deferred.findIndex((index) => indexName(index) === dropped[1]) : -1;
     if (/^CREATE (UNIQUE )?INDEX /i.test(statement)) {
       deferred.push(statement);
+    } else if (held >= 0) {
+      // A later migration dropped an index still held back (a dump that replays migrations,
+      // such as one moved over from SQLite): it is never built.
+      deferred.splice(held, 1);
     } else if (/^COPY [\s\S]+ FROM stdin;$/.test(statement)) {
       const target = /^COPY (\S+) /.exec(statement)![1]!;
       const sql = created.has(target) ? `${statement.slice(0, -1)} WITH (FREEZE)` : statement.slice(0, -1);

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
-import { checkLimit, checkOffset } from '../paging.js';
+import type { Keyset } from '../cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
@@ -55,11 +56,21 @@ export async function getEntitlementByCode(db: Queryable, code: string): Promise
   return toEntitlement(rows[0]);
 }
 
-export async function listEntitlements(db: Queryable, filter: { limit?: number; offset?: number } = {}): Promise<Entitlement[]> {
-  const limit = checkLimit(filter.limit ?? 100);
-  const offset = checkOffset(filter.offset ?? 0);
-  const rows = await db.query(`SELECT id, code, name, created_at FROM entitlements ORDER BY code LIMIT ${limit} OFFSET ${offset}`);
-  return rows.map(toEntitlement);
+/** By code, which is unique and indexed: the keyset is the code alone. */
+export const ENTITLEMENT_KEYSET: Keyset = { list: 'entitlements', keys: [{ column: 'code', field: 'code', kind: 'text' }] };
+
+export function entitlementListQuery(page: Page = {}): PageQuery {
+  return pageQuery('SELECT id, code, name, created_at FROM entitlements', [], [], ENTITLEMENT_KEYSET, {}, page);
+}
+
+export async function listEntitlementsPage(db: Queryable, page: Page = {}): Promise<ListPage<Entitlement>> {
+  const query = entitlementListQuery(page);
+  const result = pageRows(query, await db.query(query.sql, query.params));
+  return { items: result.rows.map(toEntitlement), next_cursor: result.next_cursor };
+}
+
+export async function listEntitlements(db: Queryable, page: Page = {}): Promise<Entitlement[]> {
+  return (await listEntitlementsPage(db, page)).items;
 }
 
 function toEntitlement(row: Row): Entitlement {

@@ -5,7 +5,8 @@ import { getCustomer } from '../customers.js';
 import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
 import { LicenseServerError } from '../errors.js';
 import { generateLicenseKey, licenseKeyPrefix, normalizeLicenseKey } from './license-key.js';
-import { checkLimit, checkOffset } from '../paging.js';
+import type { Keyset } from '../cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
@@ -214,37 +215,51 @@ export async function getLicenseDecryptionKey(db: Queryable, reference: string):
   return asBytesOrNull(rows[0].decryption_key);
 }
 
-export interface LicenseFilter {
+export interface LicenseFilter extends Page {
   readonly customerId?: string;
   readonly active?: boolean;
   readonly type?: string;
-  readonly limit?: number;
-  readonly offset?: number;
 }
 
-/** Oldest first, so that paging with offset is stable while licenses are added. */
-export async function listLicenses(db: Queryable, filter: LicenseFilter = {}, seatsAt: Date = new Date()): Promise<License[]> {
+export const LICENSE_KEYSET: Keyset = {
+  list: 'licenses',
+  keys: [{ column: 'l.created_at', field: 'created_at', kind: 'timestamp' }, { column: 'l.id', field: 'id', kind: 'uuid' }],
+};
+
+/**
+ * The SQL of one page of licenses, oldest first (so that pages stay stable while licenses
+ * are added); exported so that test/lib/storage/list-plans.test.ts checks the plan of
+ * exactly what runs. Each filter has an index that ends in the sort keys (migration 6).
+ */
+export function licenseListQuery(filter: LicenseFilter = {}): PageQuery {
   const where: string[] = [];
   const params: SqlValue[] = [];
-  if (filter.customerId !== undefined) {
+  const customerId = filter.customerId === undefined ? undefined : parseUuid(filter.customerId, 'customer id');
+  const type = filter.type === undefined ? undefined : parseLicenseType(filter.type);
+  if (customerId !== undefined) {
     where.push('l.customer_id = ?');
-    params.push(parseUuid(filter.customerId, 'customer id'));
+    params.push(customerId);
   }
   if (filter.active !== undefined) {
     where.push('l.active = ?');
     params.push(filter.active);
   }
-  if (filter.type !== undefined) {
+  if (type !== undefined) {
     where.push('l.type = ?');
-    params.push(parseLicenseType(filter.type));
+    params.push(type);
   }
-  const limit = checkLimit(filter.limit ?? 100);
-  const offset = checkOffset(filter.offset ?? 0);
-  const rows = await db.query(
-    `${SELECT} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY l.created_at, l.id LIMIT ${limit} OFFSET ${offset}`,
-    params,
-  );
-  return withEntitlements(db, rows, seatsAt);
+  return pageQuery(SELECT, where, params, LICENSE_KEYSET, { customer_id: customerId, active: filter.active, type }, filter);
+}
+
+export async function listLicensesPage(db: Queryable, filter: LicenseFilter = {}, seatsAt: Date = new Date()): Promise<ListPage<License>> {
+  const query = licenseListQuery(filter);
+  const page = pageRows(query, await db.query(query.sql, query.params));
+  return { items: await withEntitlements(db, page.rows, seatsAt), next_cursor: page.next_cursor };
+}
+
+/** One page of licenses, oldest first (see licenseListQuery). */
+export async function listLicenses(db: Queryable, filter: LicenseFilter = {}, seatsAt: Date = new Date()): Promise<License[]> {
+  return (await listLicensesPage(db, filter, seatsAt)).items;
 }
 
 /** Activates or deactivates; audited only when the state actually changes. */

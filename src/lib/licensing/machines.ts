@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
-import { checkLimit, checkOffset } from '../paging.js';
+import type { Keyset } from '../cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Database, Engine, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asIso, asIsoOrNull } from '../storage/values.js';
 import { describe, parseUuid } from '../validate.js';
@@ -282,34 +283,48 @@ export async function getMachine(db: Queryable, id: string, at: Date = new Date(
   return toMachine(await getMachineRow(db, parseUuid(id, 'machine id')), at);
 }
 
-export interface MachineFilter {
+export interface MachineFilter extends Page {
   readonly licenseId?: string;
   /** Only machines that hold a seat now. */
   readonly holdingSeat?: boolean;
-  readonly limit?: number;
-  readonly offset?: number;
 }
 
-/** Oldest first (by first seen), so that paging is stable while machines are added. */
-export async function listMachines(db: Queryable, filter: MachineFilter = {}, at: Date = new Date()): Promise<Machine[]> {
+export const MACHINE_KEYSET: Keyset = {
+  list: 'machines',
+  keys: [{ column: 'm.first_seen', field: 'first_seen', kind: 'timestamp' }, { column: 'm.id', field: 'id', kind: 'uuid' }],
+};
+
+/**
+ * One page of machines, oldest first (by first seen), so that pages stay stable while
+ * machines are added. Whether a machine holds a seat depends on the time and its license,
+ * so that filter is checked on the rows the sort's index gives rather than by an index.
+ */
+export function machineListQuery(filter: MachineFilter = {}, at: Date = new Date()): PageQuery {
   const where: string[] = [];
   const params: SqlValue[] = [];
-  if (filter.licenseId !== undefined) {
+  const licenseId = filter.licenseId === undefined ? undefined : parseUuid(filter.licenseId, 'license id');
+  if (licenseId !== undefined) {
     where.push('m.license_id = ?');
-    params.push(parseUuid(filter.licenseId, 'license id'));
+    params.push(licenseId);
   }
   if (filter.holdingSeat !== undefined) {
     const holding = seatHeld(at);
-    where.push(filter.holdingSeat ? holding.sql : `NOT ${holding.sql}`);
-    params.push(...holding.params);
+    // A machine without a lease or offline file compares NULL there: NOT alone would drop it
+    // from the machines that hold no seat.
+    where.push(filter.holdingSeat ? holding.sql : `NOT COALESCE(${holding.sql}, ?)`);
+    params.push(...holding.params, ...(filter.holdingSeat ? [] : [false]));
   }
-  const limit = checkLimit(filter.limit ?? 100);
-  const offset = checkOffset(filter.offset ?? 0);
-  const rows = await db.query(
-    `SELECT ${COLUMNS} ${FROM} ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY m.first_seen, m.id LIMIT ${limit} OFFSET ${offset}`,
-    params,
-  );
-  return rows.map((row) => toMachine(row, at));
+  return pageQuery(`SELECT ${COLUMNS} ${FROM}`, where, params, MACHINE_KEYSET, { license_id: licenseId, holding_seat: filter.holdingSeat }, filter);
+}
+
+export async function listMachinesPage(db: Queryable, filter: MachineFilter = {}, at: Date = new Date()): Promise<ListPage<Machine>> {
+  const query = machineListQuery(filter, at);
+  const page = pageRows(query, await db.query(query.sql, query.params));
+  return { items: page.rows.map((row) => toMachine(row, at)), next_cursor: page.next_cursor };
+}
+
+export async function listMachines(db: Queryable, filter: MachineFilter = {}, at: Date = new Date()): Promise<Machine[]> {
+  return (await listMachinesPage(db, filter, at)).items;
 }
 
 export interface MachineChange {

@@ -1,9 +1,10 @@
 import { listAudit } from '../audit.js';
 import { getCustomer, type Customer } from '../customers.js';
-import { checkLimit } from '../paging.js';
+import type { Keyset } from '../cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Queryable, SqlValue } from '../storage/types.js';
 import { asInt, asIntOrNull, asIso } from '../storage/values.js';
-import { getLicense, listLicenses, type License } from './licenses.js';
+import { getLicense, listLicensesPage, type License } from './licenses.js';
 
 /** What operators look at: a license with its consumption, and a customer's licenses summed. */
 
@@ -56,36 +57,54 @@ export interface UsageRecord {
   readonly recorded_at: string;
 }
 
-/** Usage reports of a license, newest first (by when the server recorded them). */
-export async function listUsageRecords(
-  db: Queryable,
-  reference: string,
-  filter: { readonly since?: Date; readonly limit?: number } = {},
-): Promise<UsageRecord[]> {
-  const license = await getLicense(db, reference);
-  const params: SqlValue[] = [license.id];
-  let since = '';
-  if (filter.since) {
-    since = ' AND u.recorded_at >= ?';
-    params.push(filter.since.toISOString());
+export const USAGE_KEYSET: Keyset = {
+  list: 'usage',
+  keys: [{ column: 'u.recorded_at', field: 'recorded_at', kind: 'timestamp' }, { column: 'u.id', field: 'id', kind: 'uuid' }],
+  descending: true,
+};
+
+export interface UsageFilter extends Page {
+  readonly since?: Date;
+}
+
+/** One page of a license's usage reports (by its id), newest first by when the server recorded them. */
+export function usageListQuery(licenseId: string, filter: UsageFilter = {}): PageQuery {
+  const where = ['u.license_id = ?'];
+  const params: SqlValue[] = [licenseId];
+  const since = filter.since?.toISOString();
+  if (since !== undefined) {
+    where.push('u.recorded_at >= ?');
+    params.push(since);
   }
-  const limit = checkLimit(filter.limit ?? 100);
-  const rows = await db.query(
+  return pageQuery(
     `SELECT u.id, e.code, u.quantity, u.remaining, u.hardware_id, u.idempotency_key, u.occurred_at, u.recorded_at
-     FROM usage_records u JOIN entitlements e ON e.id = u.entitlement_id
-     WHERE u.license_id = ?${since} ORDER BY u.recorded_at DESC, u.id DESC LIMIT ${limit}`,
-    params,
+     FROM usage_records u JOIN entitlements e ON e.id = u.entitlement_id`,
+    where, params, USAGE_KEYSET, { license_id: licenseId, since }, filter,
   );
-  return rows.map((row) => ({
-    id: String(row.id),
-    entitlement_code: String(row.code),
-    quantity: asInt(row.quantity),
-    remaining: asIntOrNull(row.remaining),
-    hardware_id: String(row.hardware_id),
-    idempotency_key: String(row.idempotency_key),
-    occurred_at: asIso(row.occurred_at),
-    recorded_at: asIso(row.recorded_at),
-  }));
+}
+
+export async function listUsageRecordsPage(db: Queryable, reference: string, filter: UsageFilter = {}): Promise<ListPage<UsageRecord>> {
+  const license = await getLicense(db, reference, { seats: false });
+  const query = usageListQuery(license.id, filter);
+  const page = pageRows(query, await db.query(query.sql, query.params));
+  return {
+    items: page.rows.map((row) => ({
+      id: String(row.id),
+      entitlement_code: String(row.code),
+      quantity: asInt(row.quantity),
+      remaining: asIntOrNull(row.remaining),
+      hardware_id: String(row.hardware_id),
+      idempotency_key: String(row.idempotency_key),
+      occurred_at: asIso(row.occurred_at),
+      recorded_at: asIso(row.recorded_at),
+    })),
+    next_cursor: page.next_cursor,
+  };
+}
+
+/** Usage reports of a license, newest first (by when the server recorded them). */
+export async function listUsageRecords(db: Queryable, reference: string, filter: UsageFilter = {}): Promise<UsageRecord[]> {
+  return (await listUsageRecordsPage(db, reference, filter)).items;
 }
 
 export interface CustomerSummary extends Customer {
@@ -101,10 +120,12 @@ const PAGE = 500;
 export async function getCustomerSummary(db: Queryable, id: string, at: Date): Promise<CustomerSummary> {
   const customer = await getCustomer(db, id);
   const licenses: License[] = [];
-  for (let offset = 0; ; offset += PAGE) {
-    const page = await listLicenses(db, { customerId: customer.id, limit: PAGE, offset }, at);
-    licenses.push(...page);
-    if (page.length < PAGE) break;
+  // By cursor: an offset stops at MAX_LIST_OFFSET, and costs more the further it goes.
+  for (let cursor: string | undefined; ;) {
+    const page = await listLicensesPage(db, { customerId: customer.id, limit: PAGE, ...(cursor === undefined ? {} : { cursor }) }, at);
+    licenses.push(...page.items);
+    if (page.next_cursor === null) break;
+    cursor = page.next_cursor;
   }
   const byCode = new Map<string, { code: string; used: number; usage_limit: number | null }>();
   for (const license of licenses) {

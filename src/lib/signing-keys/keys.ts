@@ -4,7 +4,8 @@ import { now, type OperationContext } from '../context.js';
 import { publicKeyFromPem, publicKeyToPem } from '../crypto/ed25519-pem.js';
 import { keyIdOf, type KeySet } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
-import { pageSql, type Page } from '../paging.js';
+import type { Keyset } from '../cursor.js';
+import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Database, Queryable, Row } from '../storage/types.js';
 import { asBool, asBytesOrNull, asIso, asIsoOrNull } from '../storage/values.js';
 import { keyEncryptionKeyOf } from './kek-registry.js';
@@ -47,9 +48,24 @@ export interface SigningKeyPair {
 
 const COLUMNS = 'id, key_id, public_key, sealed_with, is_current, created_at, deactivated_at, retired_at';
 
+export const SIGNING_KEY_KEYSET: Keyset = {
+  list: 'signing_keys',
+  keys: [{ column: 'created_at', field: 'created_at', kind: 'timestamp' }, { column: 'key_id', field: 'key_id', kind: 'text' }],
+};
+
+/** Oldest first; the whole list when no page is asked for (backups record every key). */
+export function signingKeyListQuery(page: Page = {}): PageQuery {
+  return pageQuery(`SELECT ${COLUMNS} FROM signing_keys`, [], [], SIGNING_KEY_KEYSET, {}, page, { whole: true });
+}
+
+export async function listSigningKeysPage(db: Queryable, page: Page = {}): Promise<ListPage<SigningKeyInfo>> {
+  const query = signingKeyListQuery(page);
+  const result = pageRows(query, await db.query(query.sql, query.params));
+  return { items: result.rows.map(describeKey), next_cursor: result.next_cursor };
+}
+
 export async function listSigningKeys(db: Queryable, page: Page = {}): Promise<SigningKeyInfo[]> {
-  const rows = await db.query(`SELECT ${COLUMNS} FROM signing_keys ORDER BY created_at, key_id ${pageSql(page)}`);
-  return rows.map(describeKey);
+  return (await listSigningKeysPage(db, page)).items;
 }
 
 /** The active key's public description, or undefined when none has been generated yet. */

@@ -234,12 +234,43 @@ const rotatingSigningKeys = {
   ],
 };
 
+/**
+ * An index for every filter and order a list offers (issue 24): each ends in the list's
+ * sort keys, so that a page, at any depth by cursor, is read in order from an index instead
+ * of sorting the table (test/lib/storage/list-plans.test.ts checks the plans). The audit
+ * log's filters each lead an index ending in (occurred_at, id), the order of its list; the
+ * old (entity_type, entity_id) index gives way to (entity_id, occurred_at, id), which serves
+ * the same lookups by entity, and (occurred_at) to (occurred_at, id).
+ */
+const LIST_INDEXES = [
+  `CREATE INDEX customers_created ON customers (created_at, id)`,
+  `CREATE INDEX customers_active_created ON customers (active, created_at, id)`,
+  `CREATE INDEX licenses_created ON licenses (created_at, id)`,
+  `CREATE INDEX licenses_customer_created ON licenses (customer_id, created_at, id)`,
+  `CREATE INDEX licenses_active_created ON licenses (active, created_at, id)`,
+  `CREATE INDEX licenses_type_created ON licenses (type, created_at, id)`,
+  // licenses (customer_id) is a prefix of licenses_customer_created.
+  `DROP INDEX licenses_customer_id`,
+  `CREATE INDEX machines_first_seen ON machines (first_seen, id)`,
+  `CREATE INDEX machines_license_first_seen ON machines (license_id, first_seen, id)`,
+  `CREATE INDEX audit_log_occurred ON audit_log (occurred_at, id)`,
+  `CREATE INDEX audit_log_entity_id_occurred ON audit_log (entity_id, occurred_at, id)`,
+  `CREATE INDEX audit_log_entity_type_occurred ON audit_log (entity_type, occurred_at, id)`,
+  `CREATE INDEX audit_log_action_occurred ON audit_log (action, occurred_at, id)`,
+  `CREATE INDEX audit_log_actor_occurred ON audit_log (actor, occurred_at, id)`,
+  `DROP INDEX audit_log_entity`,
+  `DROP INDEX audit_log_occurred_at`,
+  `CREATE INDEX usage_records_license_recorded ON usage_records (license_id, recorded_at, id)`,
+  `CREATE INDEX admin_tokens_created ON admin_tokens (created_at, id)`,
+];
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
   { version: 3, name: 'backup runs', sqlite: backupRuns(T.sqlite), postgres: backupRuns(T.postgres) },
   { version: 4, name: 'license lifecycle', sqlite: licenseLifecycle(T.sqlite), postgres: licenseLifecycle(T.postgres) },
   { version: 5, name: 'rotating signing keys', ...rotatingSigningKeys },
+  { version: 6, name: 'list indexes', sqlite: LIST_INDEXES, postgres: LIST_INDEXES },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

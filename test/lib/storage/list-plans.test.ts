@@ -1,0 +1,124 @@
+import assert from 'node:assert/strict';
+import { auditListQuery, listAuditPage, type AuditFilter } from '../../../src/lib/audit.js';
+import { customerListQuery, listCustomersPage, type CustomerFilter } from '../../../src/lib/customers.js';
+import { licenseListQuery, listLicensesPage, type LicenseFilter } from '../../../src/lib/licensing/licenses.js';
+import { listMachinesPage, machineListQuery, type MachineFilter } from '../../../src/lib/licensing/machines.js';
+import { listUsageRecordsPage, usageListQuery, type UsageFilter } from '../../../src/lib/licensing/usage-view.js';
+import type { ListPage, PageQuery } from '../../../src/lib/paging.js';
+import type { Database } from '../../../src/lib/storage/types.js';
+import { forEachEngine } from '../../support/engines.js';
+import { explain, fillStore, planProblems, type FilledStore } from '../../support/query-plans.js';
+
+/**
+ * Every list query, with each filter it accepts, on its first page and on a page after a
+ * cursor, is planned on a store big enough that the planners prefer indexes: none may read a
+ * big table whole or sort it (SQLite: SCAN without an index, USE TEMP B-TREE; PostgreSQL: Seq
+ * Scan of a big table, Sort). The SQL is the list functions' own (their *ListQuery builders).
+ */
+interface ListCase<F> {
+  readonly name: string;
+  readonly filters: (store: FilledStore) => Record<string, F>;
+  readonly query: (filter: F, store: FilledStore) => PageQuery;
+  /** The real list function, for a cursor to plan the next page with. */
+  readonly page: (db: Database, filter: F, store: FilledStore) => Promise<ListPage<unknown>>;
+}
+
+const at = new Date('2025-06-01T00:00:00.000Z');
+
+const cases = [
+  {
+    name: 'licenses',
+    filters: (store) => ({
+      none: {},
+      customer: { customerId: store.customerIds[3] },
+      active: { active: true },
+      inactive: { active: false },
+      type: { type: 'hybrid' },
+      'customer and active': { customerId: store.customerIds[3], active: true },
+      'active and type': { active: false, type: 'usage_based' },
+    }),
+    query: (filter) => licenseListQuery(filter),
+    page: (db, filter) => listLicensesPage(db, filter, at),
+  } satisfies ListCase<LicenseFilter>,
+  {
+    name: 'customers',
+    filters: () => ({ none: {}, active: { active: true }, inactive: { active: false } }),
+    query: (filter) => customerListQuery(filter),
+    page: (db, filter) => listCustomersPage(db, filter),
+  } satisfies ListCase<CustomerFilter>,
+  {
+    name: 'machines',
+    filters: (store) => ({
+      none: {},
+      license: { licenseId: store.licenseIds[5] },
+      'holding a seat': { holdingSeat: true },
+      'not holding a seat': { holdingSeat: false },
+      'license and holding a seat': { licenseId: store.licenseIds[5], holdingSeat: true },
+    }),
+    query: (filter) => machineListQuery(filter, at),
+    page: (db, filter) => listMachinesPage(db, filter, at),
+  } satisfies ListCase<MachineFilter>,
+  {
+    name: 'audit',
+    filters: (store) => {
+      const since = new Date(store.startedAt + 20_000_000);
+      const until = new Date(store.startedAt + 30_000_000);
+      return {
+        none: {},
+        action: { action: 'license.renewed' },
+        actor: { actor: 'token:ci' },
+        'entity type': { entityType: 'customer' },
+        'entity id': { entityId: store.licenseIds[9] },
+        'entity type and id': { entityType: 'license', entityId: store.licenseIds[10] },
+        since: { since: new Date(store.startedAt + 40_000_000) },
+        'since, no match': { since: new Date(store.startedAt + 400_000_000) },
+        until: { until },
+        'since and until': { since: new Date(store.startedAt + 10_000), until: new Date(store.startedAt + 30_000) },
+        'action since': { action: 'license.created', since },
+        'entity id since': { entityId: store.licenseIds[9], since: new Date(store.startedAt) },
+        'actor and action until': { actor: 'cli:bob', action: 'customer.created', until },
+      };
+    },
+    query: (filter) => auditListQuery(filter),
+    page: (db, filter) => listAuditPage(db, filter),
+  } satisfies ListCase<AuditFilter>,
+  {
+    name: 'usage records',
+    filters: (store) => ({ none: {}, since: { since: new Date(store.startedAt + 1_000_000) } }),
+    query: (filter, store) => usageListQuery(store.usageLicenseId, filter),
+    page: (db, filter, store) => listUsageRecordsPage(db, store.usageLicenseId, filter),
+  } satisfies ListCase<UsageFilter>,
+];
+
+forEachEngine('list query plans', (fixture) => {
+  let db: Database;
+  let store: FilledStore;
+
+  before(async function () {
+    this.timeout(180_000);
+    db = await fixture.freshDatabase();
+    store = await fillStore(db);
+  });
+
+  for (const list of cases as Array<ListCase<Record<string, unknown>>>) {
+    it(`${list.name}: every filter, first page and after a cursor, reads an index in order`, async () => {
+      const failures: string[] = [];
+      for (const [name, filter] of Object.entries(list.filters(store))) {
+        const first = await list.page(db, { ...filter, limit: 2 }, store);
+        const pages: Array<[string, PageQuery]> = [[`${name}, first page`, list.query(filter, store)]];
+        if (first.next_cursor !== null) pages.push([`${name}, after a cursor`, list.query({ ...filter, cursor: first.next_cursor }, store)]);
+        for (const [label, query] of pages) {
+          const plan = await explain(db, query.sql, query.params);
+          const problems = planProblems(fixture.engine, plan);
+          if (problems.length > 0) failures.push(`${label}: ${problems.join('; ')}\n    plan: ${plan.join(' | ')}`);
+        }
+      }
+      assert.deepEqual(failures, [], `plans that scan or sort:\n${failures.join('\n')}`);
+    });
+  }
+
+  it('flags a plan that sorts or scans (the check can fail)', async () => {
+    const plan = await explain(db, 'SELECT id FROM licenses ORDER BY updated_at LIMIT 5', []);
+    assert.notDeepEqual(planProblems(fixture.engine, plan), [], plan.join(' | '));
+  });
+});
