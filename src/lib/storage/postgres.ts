@@ -27,6 +27,8 @@ const CONNECTION_CLASSES = ['08'];
 export interface PostgresOpenOptions {
   readonly applicationName?: string;
   readonly timeouts?: PostgresTimeouts;
+  /** Connections at most (default 10). */
+  readonly poolSize?: number;
 }
 
 export class PostgresDatabase implements Database {
@@ -45,7 +47,7 @@ export class PostgresDatabase implements Database {
   /** Connects, and fails at once with DATABASE_UNAVAILABLE when the server cannot be used. */
   static async open(url: string, options: PostgresOpenOptions = {}): Promise<PostgresDatabase> {
     const timeouts = options.timeouts ?? DEFAULT_POSTGRES_TIMEOUTS;
-    const pool = newPostgresPool(url, options.applicationName ?? 'license-server', timeouts, { max: 10, idleTimeoutMillis: 10_000, types });
+    const pool = newPostgresPool(url, options.applicationName ?? 'license-server', timeouts, { max: options.poolSize ?? 10, idleTimeoutMillis: 10_000, types });
     const database = new PostgresDatabase(url, pool, timeouts);
     try {
       await database.query('SELECT 1');
