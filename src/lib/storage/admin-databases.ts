@@ -44,7 +44,7 @@ export async function openAdminDatabases(primary: Database, settings: AdminDatab
     const { PostgresDatabase } = await import('./postgres.js');
     admin = await PostgresDatabase.open(settings.url, {
       applicationName: settings.applicationName,
-      timeouts: { ...settings.timeouts, statementTimeout: timeoutSeconds },
+      timeouts: { ...settings.timeouts, statementTimeout: timeoutSeconds, statementTimeoutSetting: 'database.admin_statement_timeout' },
       poolSize: ADMIN_POOL_SIZE,
     });
   }

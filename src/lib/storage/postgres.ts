@@ -157,7 +157,7 @@ export function postgresUnavailable(location: string, error: unknown, timeouts: 
   reason ??= code === '3D000' ? 'the database does not exist'
     : code === '28P01' || code === '28000' ? 'authentication failed'
     : code === 'ECONNREFUSED' ? 'connection refused'
-    : code === '57014' ? `a statement was cancelled (database.statement_timeout is ${timeouts.statementTimeout} s)`
+    : code === '57014' ? `a statement was cancelled (${timeouts.statementTimeoutSetting ?? 'database.statement_timeout'} is ${timeouts.statementTimeout} s)`
     : code === '57P01' || code === '57P02' || code === '57P03' ? 'the server is shutting down, restarting or ended the session'
     : /timeout/i.test(message) ? `no connection within ${timeouts.connectTimeout} s (database.connect_timeout)`
     : /Connection terminated|not queryable|ECONNRESET/i.test(message) || code === 'ECONNRESET' ? 'the connection was lost'
