@@ -11,6 +11,7 @@ import { readJsonObject } from './body.js';
 import { toErrorResponse } from './errors.js';
 import { RateLimiter } from './rate-limit.js';
 import { AdminGate } from './admin-gate.js';
+import { jsonInSlices } from './json-in-slices.js';
 import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
 import type { Notifier } from '../lib/notifications/notifier.js';
@@ -203,7 +204,7 @@ export function createApp(deps: AppDependencies): App {
           accept: String(request.headers.accept ?? ''),
         };
         const handler = route;
-        const reply = route.access === 'admin' && route.method === 'GET' ? await gate.admin(() => handler.handle(context)) : await route.handle(context);
+        const reply = route.access === 'admin' && route.method === 'GET' ? await gate.admin(async () => jsonInSlices(await handler.handle(context))) : await route.handle(context);
         if ('stream' in reply) stream = reply.stream;
         if (!accepting) response.setHeader('Connection', 'close');
         send(request, response, reply);
