@@ -100,7 +100,14 @@ On first start it creates the signing key and, when no admin token exists, a boo
           timeouts: current.settings.database,
         }),
         () => this.resolveConfig(),
+        async (database, current) => (await import('../lib/storage/admin-databases.js')).openAdminDatabases(database, {
+          url: current.settings.database.url,
+          applicationName: DAEMON_APPLICATION_NAME,
+          timeouts: current.settings.database,
+          keyEncryptionKey: current.settings.signing.keyEncryptionKey,
+        }),
       );
+      await state.openAdminSide();
       state.daemonLock = daemonLock;
       state.refusal = fence.refusal;
       const { Notifier } = await import('../lib/notifications/notifier.js');

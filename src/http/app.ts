@@ -10,6 +10,8 @@ import type { Database } from '../lib/storage/types.js';
 import { readJsonObject } from './body.js';
 import { toErrorResponse } from './errors.js';
 import { RateLimiter } from './rate-limit.js';
+import { AdminGate } from './admin-gate.js';
+import { jsonInSlices } from './json-in-slices.js';
 import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
 import type { Notifier } from '../lib/notifications/notifier.js';
@@ -104,10 +106,11 @@ export function createApp(deps: AppDependencies): App {
     scheduler: deps.scheduler,
     notifier: deps.notifier,
   };
-  const router = new Router(allRoutes(routeDeps));
+  const router = new Router(routesByAccess(routeDeps));
   const server = state.config.settings.server;
   const limiter = new RateLimiter(server.clientRateLimit, server.clientRateBurst);
   const timeoutMs = server.requestTimeout * 1000;
+  const gate = new AdminGate(ADMIN_YIELD_FACTOR);
 
   const handle = (request: IncomingMessage, response: ServerResponse) => {
     const started = process.hrtime.bigint();
@@ -158,6 +161,7 @@ export function createApp(deps: AppDependencies): App {
 
     void (async () => {
       let route: Route | undefined;
+      let clientDone: (() => void) | undefined;
       try {
         // Before any await: Node dispatches some of these and only then fails on the body,
         // so the answer must already be out when its parser error arrives (server.ts).
@@ -174,6 +178,7 @@ export function createApp(deps: AppDependencies): App {
         if (state.refusal && route.path !== '/healthz') throw state.refusal;
         const peer = remote ?? 'unknown';
         if (route.access === 'client') {
+          clientDone = gate.client();
           actor = `client:${peer}`;
           const wait = limiter.take(peer);
           if (wait > 0) {
@@ -190,14 +195,16 @@ export function createApp(deps: AppDependencies): App {
           }
         }
         const body = route.method !== 'GET' ? await readJsonObject(request, timeoutMs) : {};
-        const reply = await route.handle({
+        const context = {
           params: match.params,
           query: new URLSearchParams(search),
           body,
           actor: actor ?? `client:${peer}`,
           scopes,
           accept: String(request.headers.accept ?? ''),
-        });
+        };
+        const handler = route;
+        const reply = route.access === 'admin' && route.method === 'GET' ? await gate.admin(async () => jsonInSlices(await handler.handle(context))) : await route.handle(context);
         if ('stream' in reply) stream = reply.stream;
         if (!accepting) response.setHeader('Connection', 'close');
         send(request, response, reply);
@@ -216,6 +223,8 @@ export function createApp(deps: AppDependencies): App {
           if (!request.complete || !accepting) response.setHeader('Connection', 'close');
         }
         send(request, response, { status, json: body });
+      } finally {
+        clientDone?.();
       }
     })().finally(() => {
       handling = false;
@@ -235,6 +244,24 @@ export function createApp(deps: AppDependencies): App {
     log: deps.log,
   };
 }
+
+/**
+ * Every route, its handler given the database its kind of request should use: admin GET
+ * routes the admin reads, other admin routes the admin writes, the rest (the clients'
+ * routes above all) the daemon's database. An admin request then cannot stall a client's
+ * (storage/admin-databases.ts). The route builders are pure, so each is built once per
+ * kind and the right one picked.
+ */
+function routesByAccess(deps: RouteDependencies): Route[] {
+  const withDb = (db: () => Database): RouteDependencies => Object.create(deps, { db: { get: db } }) as RouteDependencies;
+  const plain = allRoutes(deps);
+  const adminReads = allRoutes(withDb(() => deps.state.adminReads));
+  const adminWrites = allRoutes(withDb(() => deps.state.adminWrites));
+  return plain.map((route, i) => (route.access !== 'admin' ? route : route.method === 'GET' ? adminReads[i]! : adminWrites[i]!));
+}
+
+/** Admin reads yield this many times their own duration to waiting clients (admin-gate.ts). */
+const ADMIN_YIELD_FACTOR = 4;
 
 export function allRoutes(deps: RouteDependencies): Route[] {
   return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];

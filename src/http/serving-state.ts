@@ -2,6 +2,7 @@ import type { DaemonLock } from '../lib/backup/daemon-lock.js';
 import type { ResolvedConfig } from '../lib/config/resolve.js';
 import type { LicenseServerError } from '../lib/errors.js';
 import { forgetSigner } from '../lib/signing-keys/signer.js';
+import type { AdminDatabases } from '../lib/storage/admin-databases.js';
 import type { Database } from '../lib/storage/types.js';
 
 /**
@@ -11,6 +12,8 @@ import type { Database } from '../lib/storage/types.js';
  */
 export class ServingState {
   private database: Database | undefined;
+  /** What admin routes use (storage/admin-databases.ts); the database itself when there is no opener. */
+  private admin: AdminDatabases | undefined;
   /** The lock `serve` holds on the database for its whole life; absent when tests drive the app alone. */
   daemonLock: DaemonLock | undefined;
   /** Why every request but /healthz is refused right now (the daemon lost its database lock). */
@@ -22,6 +25,8 @@ export class ServingState {
     private readonly open: (config: ResolvedConfig) => Promise<Database>,
     /** Resolves the configuration again (flags, environment, the restored config.yaml). */
     readonly reloadConfig: () => Promise<ResolvedConfig>,
+    /** Opens the admin side beside a database just opened (absent: admin routes use the database). */
+    private readonly openAdmin?: (database: Database, config: ResolvedConfig) => Promise<AdminDatabases>,
   ) {
     this.database = database;
   }
@@ -31,8 +36,24 @@ export class ServingState {
     return this.database;
   }
 
+  /** For admin GET routes. */
+  get adminReads(): Database {
+    return this.admin?.reads ?? this.db;
+  }
+
+  /** For admin routes that change something. */
+  get adminWrites(): Database {
+    return this.admin?.writes ?? this.db;
+  }
+
+  /** Opens the admin side for the database open now (at start; reopen does it itself). */
+  async openAdminSide(): Promise<void> {
+    if (this.openAdmin && !this.admin) this.admin = await this.openAdmin(this.db, this.config);
+  }
+
   /** Closes the database (SQLite: its one shared connection), so its file can be swapped. */
   async closeDatabase(): Promise<void> {
+    await this.closeAdminSide();
     const database = this.database;
     this.database = undefined;
     if (database) {
@@ -48,10 +69,18 @@ export class ServingState {
       // Where the daemon listens cannot change without a restart; everything else may.
       this.config = { ...fresh, settings: { ...fresh.settings, server: this.config.settings.server } };
     }
+    await this.closeAdminSide();
     if (this.database) {
       forgetSigner(this.database);
       await this.database.close();
     }
     this.database = await this.open(this.config);
+    await this.openAdminSide();
+  }
+
+  private async closeAdminSide(): Promise<void> {
+    const admin = this.admin;
+    this.admin = undefined;
+    await admin?.close();
   }
 }

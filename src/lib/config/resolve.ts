@@ -15,6 +15,8 @@ export interface Settings {
     readonly connectTimeout: number;
     readonly statementTimeout: number;
     readonly queryTimeout: number;
+    /** serve: admin requests' statements, both engines (storage/admin-databases.ts). */
+    readonly adminStatementTimeout: number;
   };
   readonly server: {
     readonly host: string;
@@ -116,6 +118,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       connectTimeout: get('database.connect_timeout'),
       statementTimeout: get('database.statement_timeout'),
       queryTimeout: get('database.query_timeout'),
+      adminStatementTimeout: get('database.admin_statement_timeout'),
     },
     server: {
       host: get('server.host'),

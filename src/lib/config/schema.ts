@@ -63,6 +63,15 @@ export const SETTINGS: readonly SettingSpec[] = [
     description: 'PostgreSQL: seconds to wait for the answer to one statement before the connection is given up (0: no limit). Backups, restores and migrations run without it.',
   },
   {
+    key: 'database.admin_statement_timeout',
+    env: 'LICENSE_DATABASE_ADMIN_STATEMENT_TIMEOUT',
+    type: 'integer',
+    min: 0,
+    max: 3600,
+    default: () => 5,
+    description: 'serve: seconds one database statement of an admin request may take before it is stopped with DATABASE_UNAVAILABLE (0: no limit of ours): PostgreSQL cancels it on the admin pool; SQLite stops the reader thread of admin reads.',
+  },
+  {
     key: 'server.host',
     env: 'LICENSE_HOST',
     flag: 'host',

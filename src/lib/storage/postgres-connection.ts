@@ -12,6 +12,8 @@ export interface PostgresTimeouts {
   readonly statementTimeout: number;
   /** The answer to one statement; past it the connection is given up (a server or network that stopped answering). */
   readonly queryTimeout: number;
+  /** The setting that set statementTimeout, for messages (default database.statement_timeout). */
+  readonly statementTimeoutSetting?: string;
 }
 
 /** The defaults of the settings (config/schema.ts). */

@@ -27,6 +27,8 @@ const CONNECTION_CLASSES = ['08'];
 export interface PostgresOpenOptions {
   readonly applicationName?: string;
   readonly timeouts?: PostgresTimeouts;
+  /** Connections at most (default 10). */
+  readonly poolSize?: number;
 }
 
 export class PostgresDatabase implements Database {
@@ -45,7 +47,7 @@ export class PostgresDatabase implements Database {
   /** Connects, and fails at once with DATABASE_UNAVAILABLE when the server cannot be used. */
   static async open(url: string, options: PostgresOpenOptions = {}): Promise<PostgresDatabase> {
     const timeouts = options.timeouts ?? DEFAULT_POSTGRES_TIMEOUTS;
-    const pool = newPostgresPool(url, options.applicationName ?? 'license-server', timeouts, { max: 10, idleTimeoutMillis: 10_000, types });
+    const pool = newPostgresPool(url, options.applicationName ?? 'license-server', timeouts, { max: options.poolSize ?? 10, idleTimeoutMillis: 10_000, types });
     const database = new PostgresDatabase(url, pool, timeouts);
     try {
       await database.query('SELECT 1');
@@ -155,7 +157,7 @@ export function postgresUnavailable(location: string, error: unknown, timeouts: 
   reason ??= code === '3D000' ? 'the database does not exist'
     : code === '28P01' || code === '28000' ? 'authentication failed'
     : code === 'ECONNREFUSED' ? 'connection refused'
-    : code === '57014' ? `a statement was cancelled (database.statement_timeout is ${timeouts.statementTimeout} s)`
+    : code === '57014' ? `a statement was cancelled (${timeouts.statementTimeoutSetting ?? 'database.statement_timeout'} is ${timeouts.statementTimeout} s)`
     : code === '57P01' || code === '57P02' || code === '57P03' ? 'the server is shutting down, restarting or ended the session'
     : /timeout/i.test(message) ? `no connection within ${timeouts.connectTimeout} s (database.connect_timeout)`
     : /Connection terminated|not queryable|ECONNRESET/i.test(message) || code === 'ECONNRESET' ? 'the connection was lost'

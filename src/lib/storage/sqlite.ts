@@ -6,6 +6,7 @@ import { LicenseServerError } from '../errors.js';
 import { describeFsError } from '../fs-errors.js';
 import { storeAccessDenied } from './file-access.js';
 import { loadSqliteDriver } from './sqlite-driver.js';
+import { SqliteReader, type SqliteReaderOptions } from './sqlite-reader.js';
 import type { Database, Queryable, Row, SqlValue } from './types.js';
 
 type Statement = BetterSqlite3.Statement<unknown[], Row>;
@@ -79,9 +80,58 @@ export class SqliteDatabase implements Database {
     if (connection.db.open) connection.db.close();
   }
 
+  /**
+   * This database with its reads outside a transaction (`query`) answered by a reader
+   * thread (sqlite-reader.ts), for requests that may read a lot: the daemon's admin GET
+   * routes. Writes and transactions stay on this connection. Closing it stops the thread
+   * and leaves this handle open.
+   */
+  withOffloadedReads(options: Omit<SqliteReaderOptions, 'busyTimeoutMs'>): Database {
+    return new OffloadedReads(this, this.connection, new SqliteReader(this.connection.file, { ...options, busyTimeoutMs: BUSY_TIMEOUT_MS }));
+  }
+
   private live(): SharedConnection {
     if (this.closed) throw new Error('database handle used after close()');
     return this.connection;
+  }
+}
+
+class OffloadedReads implements Database {
+  readonly engine = 'sqlite' as const;
+  readonly location: string;
+
+  constructor(
+    private readonly primary: SqliteDatabase,
+    private readonly connection: SharedConnection,
+    private readonly reader: SqliteReader,
+  ) {
+    this.location = primary.location;
+  }
+
+  async query<R extends Row = Row>(sql: string, params: readonly SqlValue[] = []): Promise<R[]> {
+    // The reader's connection opened the file at the path, which may be another by now.
+    this.connection.checkSameFile();
+    let rows: Row[] | undefined;
+    try {
+      rows = await this.reader.query(sql, params);
+    } catch (error) {
+      translateErrors(() => {
+        throw error;
+      });
+    }
+    return (rows ?? (await this.primary.query(sql, params))) as R[];
+  }
+
+  execute(sql: string, params?: readonly SqlValue[]): Promise<number> {
+    return this.primary.execute(sql, params);
+  }
+
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.primary.transaction(fn);
+  }
+
+  close(): Promise<void> {
+    return this.reader.close();
   }
 }
 
