@@ -265,8 +265,8 @@ for (const engine of ['sqlite', 'postgres'] as const) {
       it('drops the scratch databases of dead validates only: by pid on this host, by their connections from another', async function () {
         // It makes scratch databases of "dead" validates on the shared server, which any other
         // test run's create or validate would rightly drop meanwhile: CI skips it in the suites
-        // it runs at once, and runs it alone afterwards (.ci/run, SERVER_WIDE_TESTS).
-        if (process.env.LICENSE_TEST_SERVER_WIDE === 'skip') this.skip();
+        // it runs at once, and runs it alone afterwards (.ci/run, ALONE_TESTS).
+        if (process.env.LICENSE_TEST_RUN_ALONE === 'skip') this.skip();
         const store = await freshStore();
         const id = ok(await runCli(['backup', 'create', '--json'], { env: store.env })).json().backup_id as string;
         const otherHost = hostTag() === '00000000' ? '00000001' : '00000000';

@@ -37,6 +37,10 @@ forEachEngine('validation beside heavy admin requests', (fixture) => {
   // for every case of this engine.
   before(async function () {
     this.timeout(300_000);
+    // A ratio of throughputs: another suite running on the same cores meanwhile would blur it,
+    // so CI skips it (and the store it needs) in the suites it runs at once, and runs it alone
+    // afterwards (.ci/run, ALONE_TESTS).
+    if (process.env.LICENSE_TEST_RUN_ALONE === 'skip') this.skip();
     store = (await buildScaleStore({ size: 'M', ...(fixture.engine === 'postgres' ? { postgres: ADMIN_URL } : {}) })) as ScaleStore;
     assert.equal(store.counts.licenses, LICENSES);
     adminToken = store.adminToken;
@@ -107,7 +111,7 @@ forEachEngine('validation beside heavy admin requests', (fixture) => {
     const deep = await deepestOffset();
     const heavy = [
       `/api/licenses?limit=50&offset=${deep}`,
-      '/api/licenses?limit=10000',
+      '/api/licenses?limit=1000',
       '/api/audit?entity_type=license&until=2030-01-01T00:00:00.000Z&limit=1000',
       `/api/audit?entity_id=${auditEntityId}`,
       `/api/licenses?limit=50&offset=${Math.floor(deep / 2)}&active=true`,

@@ -76,7 +76,7 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'POST /api/machines/{id}/deactivate': { method: 'POST', path: () => `/api/machines/${at.machine}/deactivate`, records: (json) => [json.machine] },
     'POST /api/machines/{id}/activate': { method: 'POST', path: () => `/api/machines/${at.machine}/activate`, records: (json) => [json.machine] },
     'POST /api/machines/{id}/release': { method: 'POST', path: () => `/api/machines/${at.machine}/release`, body: () => ({ lost_file: true }), records: (json) => [json.machine] },
-    'GET /api/audit': { method: 'GET', path: () => '/api/audit?limit=10000', records: each },
+    'GET /api/audit': { method: 'GET', path: () => '/api/audit?limit=1000', records: each },
     'GET /api/whoami': { method: 'GET', path: () => '/api/whoami' },
     'GET /api/signing-key': { method: 'GET', path: () => '/api/signing-key' },
     'POST /api/signing-keys/rotate': { method: 'POST', path: () => '/api/signing-keys/rotate', records: (json) => [json.previous, json.active], idKey: 'key_id' },

@@ -234,8 +234,6 @@ async function loadLicenses(page) {
   const response = await call('GET', page ?? '/api/licenses');
   const licenses = await response.json();
   for (const license of licenses) licensePrefixes.set(license.id, license.key_prefix);
-  offerMore('#more-licenses', nextPage(response), loadLicenses, 'licenses');
-  if (page === undefined) await loadMachines();
   const body = $('#license-table tbody');
   if (page === undefined) body.replaceChildren();
   for (const license of licenses) {
@@ -279,6 +277,9 @@ async function loadLicenses(page) {
     cell(row, '').replaceChildren(form);
     body.append(row);
   }
+  // Offered once the rows are in, so that "More" never stands above a page still loading.
+  offerMore('#more-licenses', nextPage(response), loadLicenses, 'licenses');
+  if (page === undefined) await loadMachines();
 }
 
 async function loadMachines(page) {
