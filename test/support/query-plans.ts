@@ -62,7 +62,6 @@ export async function fillStore(db: Database): Promise<FilledStore> {
         randomUUID(), i % 2 === 0 ? usageLicenseId : licenseIds[i % licenseIds.length]!, entitlementId, `k-${i}`, 'hw-1', 1, at(i), at(i),
       ]));
   }, { unbounded: true });
-  await db.execute('ANALYZE');
   return { customerIds, licenseIds, usageLicenseId, startedAt };
 }
 
