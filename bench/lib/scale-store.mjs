@@ -20,6 +20,7 @@
 //             whatever a run writes never reaches the cache; dispose() deletes it.
 //             false: the caller works on the cached store itself (it drifts as runs write).
 //   log       a function for progress lines (default: none).
+//   sampleSize how many licenses the sample spreads over (default 1000; fewer at small counts).
 //
 // Returns {
 //   engine: 'sqlite' | 'postgres', size, counts,
@@ -124,17 +125,19 @@ function fingerprintOf(counts) {
 }
 
 /** The sample a bench or test uses; computed from the rules, so it needs no query. */
-export function sampleOf(counts) {
+export function sampleOf(counts, size = SAMPLE_SIZE) {
   const pairs = [];
-  const stride = Math.max(1, Math.floor(counts.machines / (SAMPLE_SIZE * 3)));
-  for (let m = 1; m < counts.machines && pairs.length < SAMPLE_SIZE; m += stride) {
+  const taken = new Set();
+  const stride = Math.max(1, Math.floor(counts.machines / (size * 3)));
+  for (let m = 1; m < counts.machines && pairs.length < size; m += stride) {
     const i = licenseOfMachine(m, counts.licenses);
     if (!rules.machineActive(m) || !rules.licenseActive(i) || rules.licenseExpired(i) || rules.licenseLimited(i)) continue;
     if (!rules.customerActive(i % counts.customers)) continue;
-    if (pairs.some((pair) => pair.i === i)) continue;
+    if (taken.has(i)) continue;
+    taken.add(i);
     pairs.push({ i, m });
   }
-  const customers = Array.from({ length: Math.min(SAMPLE_SIZE, counts.customers) }, (_, k) => Math.floor((k * counts.customers) / Math.min(SAMPLE_SIZE, counts.customers)));
+  const customers = Array.from({ length: Math.min(size, counts.customers) }, (_, k) => Math.floor((k * counts.customers) / Math.min(size, counts.customers)));
   return {
     licenseIds: pairs.map(({ i }) => idOf('license', i)),
     licenseKeys: pairs.map(({ i }) => licenseKeyOf(i)),
@@ -249,7 +252,7 @@ export async function buildScaleStore(options) {
     databaseUrl,
     env: { LICENSE_DATA_DIR: dataDir, LICENSE_DATABASE_URL: databaseUrl },
     adminToken: meta.adminToken,
-    sample: sampleOf(counts),
+    sample: sampleOf(counts, options.sampleSize),
     reused,
     loadSeconds: meta.loadSeconds,
     phases: meta.phases,
