@@ -19,8 +19,12 @@
 //             directory, or a PostgreSQL database cloned from the cached one by TEMPLATE), so
 //             whatever a run writes never reaches the cache; dispose() deletes it.
 //             false: the caller works on the cached store itself (it drifts as runs write).
+//   workDir   where working copies go (default the OS temporary directory).
 //   log       a function for progress lines (default: none).
 //   sampleSize how many licenses the sample spreads over (default 1000; fewer at small counts).
+//   (databaseUrl is accepted as another name for postgres.)
+// Two processes must not generate the same store at once (nothing locks the cache); using a
+// cached store from several processes at once is fine, each with its own copy.
 //
 // Returns {
 //   engine: 'sqlite' | 'postgres', size, counts,
@@ -32,9 +36,10 @@
 //     licenseIds, licenseKeys, customerIds, hardwareIds (licenseKeys[i] with hardwareIds[i] is
 //     a machine already on that license, active, on a license that is active, valid and has no
 //     machine limit: a validation of the pair is the customers' everyday request),
-//     auditEntityIds (licenses with audit rows) },
+//     machineIds (the machines of hardwareIds), auditEntityIds (licenses with audit rows) },
 //   reused,        whether the cached store was used as it was
 //   loadSeconds,   how long generating the cached store took (when it was generated)
+//   phases,        seconds per table, for the index rebuild and for the final vacuum/checkpoint
 //   dispose(),     deletes the working copy (a no-op with copy: false)
 // }
 //
