@@ -11,7 +11,8 @@
 //   size      'S' | 'M' | 'L', or counts { customers, licenses, machines, audit }.
 //             S = 1k customers, 10k licenses, 10k machines, 100k audit rows; M = 10x; L = 100x.
 //   postgres  a PostgreSQL server URL (any database on it, used only to connect): the store is
-//             the database `license_scale_<size>` on that server (made fresh when not cached).
+//             the database `license_scale_<size>_<fingerprint>` on that server, its meta in the
+//             database's comment; built under a name of its own and renamed into place.
 //             Without it the store is a SQLite file.
 //   storeDir  where cached stores live (default bench/.stores, or env LICENSE_SCALE_STORE_DIR);
 //             one directory per store: <engine>-<size>/ with meta.json (and data/ for SQLite).
@@ -19,7 +20,12 @@
 //             directory, or a PostgreSQL database cloned from the cached one by TEMPLATE), so
 //             whatever a run writes never reaches the cache; dispose() deletes it.
 //             false: the caller works on the cached store itself (it drifts as runs write).
+//   workDir   where working copies go (default the OS temporary directory).
 //   log       a function for progress lines (default: none).
+//   sampleSize how many licenses the sample spreads over (default 1000; fewer at small counts).
+//   (databaseUrl is accepted as another name for postgres.)
+// Two processes must not generate the same store at once (nothing locks the cache); using a
+// cached store from several processes at once is fine, each with its own copy.
 //
 // Returns {
 //   engine: 'sqlite' | 'postgres', size, counts,
@@ -31,9 +37,10 @@
 //     licenseIds, licenseKeys, customerIds, hardwareIds (licenseKeys[i] with hardwareIds[i] is
 //     a machine already on that license, active, on a license that is active, valid and has no
 //     machine limit: a validation of the pair is the customers' everyday request),
-//     auditEntityIds (licenses with audit rows) },
+//     machineIds (the machines of hardwareIds), auditEntityIds (licenses with audit rows) },
 //   reused,        whether the cached store was used as it was
 //   loadSeconds,   how long generating the cached store took (when it was generated)
+//   phases,        seconds per table, for the index rebuild and for the final vacuum/checkpoint
 //   dispose(),     deletes the working copy (a no-op with copy: false)
 // }
 //
@@ -42,12 +49,14 @@
 // column valid under the schema's checks and in the forms the app writes (ISO timestamps to
 // the millisecond, keys in the license-key format, uuids). Ids are md5(kind:i) as a uuid, so
 // both engines hold the same ids and keys. For speed the tables' secondary indexes are
-// dropped first (their DDL read back from sqlite_master / pg_indexes), rebuilt after the
-// load, and the tables analyzed. SQLite loads with prepared statements in 200k-row
+// dropped first (their DDL read back from sqlite_master / pg_indexes) and rebuilt after the
+// load. SQLite loads with prepared statements in 200k-row
 // transactions, synchronous=OFF and foreign_keys=OFF, and is checkpointed and left in WAL mode
 // as the app expects; PostgreSQL loads server-side with INSERT ... SELECT FROM
 // generate_series, with foreign-key triggers off for the session (the rows are consistent by
-// construction), then VACUUM ANALYZE and CHECKPOINT.
+// construction), then VACUUM ANALYZE (what autovacuum does to a real store) and CHECKPOINT.
+// SQLite stores are not analyzed: the app never runs ANALYZE, so a real store has no
+// statistics, and the bench must plan queries as it does.
 //
 // A cached store is reused while its fingerprint matches: the migrations' text (dist's
 // MIGRATIONS, so a new migration or index means a new store), this generator's version and
@@ -66,7 +75,7 @@ const require = createRequire(import.meta.url);
 const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 const DEFAULT_STORE_DIR = fileURLToPath(new URL('../.stores', import.meta.url));
 /** Bump when the rows generated change, so that cached stores are regenerated. */
-const GENERATOR_VERSION = 1;
+const GENERATOR_VERSION = 2;
 
 export const SIZES = {
   S: { customers: 1_000, licenses: 10_000, machines: 10_000, audit: 100_000 },
@@ -124,17 +133,19 @@ function fingerprintOf(counts) {
 }
 
 /** The sample a bench or test uses; computed from the rules, so it needs no query. */
-export function sampleOf(counts) {
+export function sampleOf(counts, size = SAMPLE_SIZE) {
   const pairs = [];
-  const stride = Math.max(1, Math.floor(counts.machines / (SAMPLE_SIZE * 3)));
-  for (let m = 1; m < counts.machines && pairs.length < SAMPLE_SIZE; m += stride) {
+  const taken = new Set();
+  const stride = Math.max(1, Math.floor(counts.machines / (size * 3)));
+  for (let m = 1; m < counts.machines && pairs.length < size; m += stride) {
     const i = licenseOfMachine(m, counts.licenses);
     if (!rules.machineActive(m) || !rules.licenseActive(i) || rules.licenseExpired(i) || rules.licenseLimited(i)) continue;
     if (!rules.customerActive(i % counts.customers)) continue;
-    if (pairs.some((pair) => pair.i === i)) continue;
+    if (taken.has(i)) continue;
+    taken.add(i);
     pairs.push({ i, m });
   }
-  const customers = Array.from({ length: Math.min(SAMPLE_SIZE, counts.customers) }, (_, k) => Math.floor((k * counts.customers) / Math.min(SAMPLE_SIZE, counts.customers)));
+  const customers = Array.from({ length: Math.min(size, counts.customers) }, (_, k) => Math.floor((k * counts.customers) / Math.min(size, counts.customers)));
   return {
     licenseIds: pairs.map(({ i }) => idOf('license', i)),
     licenseKeys: pairs.map(({ i }) => licenseKeyOf(i)),
@@ -178,31 +189,44 @@ export async function buildScaleStore(options) {
   const home = path.join(storeDir, `${engine}-${label}`);
   const metaFile = path.join(home, 'meta.json');
   const fingerprint = fingerprintOf(counts);
-  const dbName = `license_scale_${label.toLowerCase().replace(/[^a-z0-9]/g, '_')}`;
+  // The fingerprint is in the name: worktrees with other migrations share the server, never a store.
+  const dbName = `license_scale_${SIZES[label] ? label.toLowerCase() : 'custom'}_${fingerprint.slice(0, 8)}`;
   const cachedUrl = engine === 'sqlite' ? path.join(home, 'data', 'license-server.db') : withDatabaseName(serverUrl, dbName);
 
-  let meta = existsSync(metaFile) ? JSON.parse(readFileSync(metaFile, 'utf8')) : undefined;
-  let reused = meta?.fingerprint === fingerprint && (await storeIsThere(engine, cachedUrl, serverUrl, dbName, counts));
+  let meta;
+  if (engine === 'sqlite') {
+    meta = existsSync(metaFile) ? JSON.parse(readFileSync(metaFile, 'utf8')) : undefined;
+    if (meta?.fingerprint !== fingerprint || !sqliteStoreIsThere(cachedUrl, counts)) meta = undefined;
+  } else {
+    meta = await publishedMeta(serverUrl, dbName, fingerprint);
+  }
+  const reused = meta !== undefined;
   if (!reused) {
     log(`scale store ${engine}-${label}: generating (${counts.customers} customers, ${counts.licenses} licenses, ${counts.machines} machines, ${counts.audit} audit rows)`);
     rmSync(home, { recursive: true, force: true });
     mkdirSync(home, { recursive: true });
     const started = Date.now();
-    const env = { LICENSE_DATA_DIR: path.join(home, 'data'), LICENSE_DATABASE_URL: cachedUrl };
+    // PostgreSQL: built under a name of this process's own, then renamed into place with its
+    // meta as the database's comment, so that processes building at once never clobber each
+    // other and a half-built store is never taken for a cached one.
+    const building = `${dbName}_building_${process.pid}`;
+    const targetUrl = engine === 'sqlite' ? cachedUrl : withDatabaseName(serverUrl, building);
+    const env = { LICENSE_DATA_DIR: path.join(home, 'data'), LICENSE_DATABASE_URL: targetUrl };
     if (engine === 'postgres') {
       const admin = await pgClient(serverUrl);
       try {
-        await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-        await admin.query(`CREATE DATABASE ${dbName}`);
+        await admin.query(`DROP DATABASE IF EXISTS ${building} WITH (FORCE)`);
+        await admin.query(`CREATE DATABASE ${building}`);
       } finally {
         await admin.end();
       }
     }
     runCli(['init', '--json'], env);
     const adminToken = JSON.parse(runCli(['token', 'create', '--name', 'scale-bench', '--json'], env)).token;
-    const phases = engine === 'sqlite' ? await loadSqlite(cachedUrl, counts, log) : await loadPostgres(cachedUrl, counts, log);
+    const phases = engine === 'sqlite' ? await loadSqlite(targetUrl, counts, log) : await loadPostgres(targetUrl, counts, log);
     const loadSeconds = (Date.now() - started) / 1000;
     meta = { fingerprint, schemaVersion: SCHEMA_VERSION, engine, label, counts, adminToken, loadSeconds, phases, databaseName: engine === 'postgres' ? dbName : undefined };
+    if (engine === 'postgres') meta = await publish(serverUrl, building, dbName, meta);
     writeFileSync(metaFile, `${JSON.stringify(meta, null, 2)}\n`, { mode: 0o600 });
     log(`scale store ${engine}-${label}: generated in ${loadSeconds.toFixed(1)} s (${Object.entries(phases).map(([k, v]) => `${k} ${v.toFixed(1)} s`).join(', ')})`);
   }
@@ -249,7 +273,7 @@ export async function buildScaleStore(options) {
     databaseUrl,
     env: { LICENSE_DATA_DIR: dataDir, LICENSE_DATABASE_URL: databaseUrl },
     adminToken: meta.adminToken,
-    sample: sampleOf(counts),
+    sample: sampleOf(counts, options.sampleSize),
     reused,
     loadSeconds: meta.loadSeconds,
     phases: meta.phases,
@@ -257,39 +281,55 @@ export async function buildScaleStore(options) {
   };
 }
 
-/** Whether the cached store is really there with its rows (a database can be dropped behind the cache's back). */
-async function storeIsThere(engine, url, serverUrl, dbName, counts) {
+/** Whether the cached SQLite file is really there with its rows. */
+function sqliteStoreIsThere(file, counts) {
+  if (!existsSync(file)) return false;
   try {
-    if (engine === 'sqlite') {
-      if (!existsSync(url)) return false;
-      const Database = loadSqliteDriver();
-      const db = new Database(url, { readonly: true });
-      try {
-        return db.prepare('SELECT max(rowid) AS n FROM licenses').get().n === counts.licenses
-          && db.prepare('SELECT max(version) AS v FROM schema_migrations').get().v === SCHEMA_VERSION;
-      } finally {
-        db.close();
-      }
-    }
-    const admin = await pgClient(serverUrl);
+    const Database = loadSqliteDriver();
+    const db = new Database(file, { readonly: true });
     try {
-      const { rows } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [dbName]);
-      if (rows.length === 0) return false;
+      return db.prepare('SELECT max(rowid) AS n FROM licenses').get().n === counts.licenses
+        && db.prepare('SELECT max(version) AS v FROM schema_migrations').get().v === SCHEMA_VERSION;
     } finally {
-      await admin.end();
-    }
-    const client = await pgClient(url);
-    try {
-      const { rows: [{ v }] } = await client.query('SELECT max(version) AS v FROM schema_migrations');
-      const { rows: [{ n }] } = await client.query("SELECT count(*)::int AS n FROM customers");
-      return v === SCHEMA_VERSION && n === counts.customers;
-    } finally {
-      await client.end();
+      db.close();
     }
   } catch {
     return false;
   }
 }
+
+/** The meta of a published PostgreSQL store (its database's comment), when it is there and current. */
+async function publishedMeta(serverUrl, dbName, fingerprint) {
+  const admin = await pgClient(serverUrl);
+  try {
+    const { rows } = await admin.query("SELECT shobj_description(oid, 'pg_database') AS meta FROM pg_database WHERE datname = $1", [dbName]);
+    const meta = rows[0]?.meta ? JSON.parse(rows[0].meta) : undefined;
+    return meta?.fingerprint === fingerprint ? meta : undefined;
+  } finally {
+    await admin.end();
+  }
+}
+
+/** Renames a built store into place; when another process published it first, uses that one. */
+async function publish(serverUrl, building, dbName, meta) {
+  const admin = await pgClient(serverUrl);
+  try {
+    await admin.query(`COMMENT ON DATABASE ${building} IS ${pgLiteral(JSON.stringify(meta))}`);
+    try {
+      await admin.query(`ALTER DATABASE ${building} RENAME TO ${dbName}`);
+      return meta;
+    } catch (error) {
+      if (error.code !== '42P04') throw error; // duplicate_database: another process won
+      await admin.query(`DROP DATABASE ${building} WITH (FORCE)`);
+      const { rows } = await admin.query("SELECT shobj_description(oid, 'pg_database') AS meta FROM pg_database WHERE datname = $1", [dbName]);
+      return JSON.parse(rows[0].meta);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+const pgLiteral = (text) => `'${text.replace(/'/g, "''")}'`;
 
 // ---------------------------------------------------------------------------------- SQLite
 
@@ -427,7 +467,9 @@ async function loadSqlite(file, counts, log) {
       started = Date.now();
     }
     for (const { sql } of indexes) db.exec(sql);
-    db.exec('ANALYZE');
+    // No ANALYZE: license-server never analyzes a SQLite store, and with sqlite_stat1 the
+    // planner would pick plans no real store gets (a skip-scan made `audit list --entity-id`
+    // at L take 187 ms where an unanalyzed store takes seconds).
     phases.indexes = (Date.now() - started) / 1000;
     started = Date.now();
     db.pragma('wal_checkpoint(TRUNCATE)');

@@ -78,7 +78,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
     let db: Awaited<ReturnType<typeof openDatabase>>;
     try {
       announcement = await announceDaemonKek(settings.database.url, kek ? (await import('../lib/signing-keys/protection.js')).kekIdOf(kek) : null);
-      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, keyEncryptionKey: kek, timeouts: settings.database });
+      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, serving: true, keyEncryptionKey: kek, timeouts: settings.database });
     } catch (error) {
       await announcement?.release();
       await daemonLock.release();
@@ -96,6 +96,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
         config,
         (current) => openDatabase(current.settings.database.url, {
           applicationName: DAEMON_APPLICATION_NAME,
+          serving: true,
           keyEncryptionKey: current.settings.signing.keyEncryptionKey,
           timeouts: current.settings.database,
         }),

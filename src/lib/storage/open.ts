@@ -25,6 +25,8 @@ export interface OpenOptions {
   readonly create?: boolean;
   /** Where database.url came from, for the DATABASE_NOT_FOUND message (e.g. "env LICENSE_DATA_DIR"). */
   readonly origin?: string;
+  /** SQLite: the daemon's connection, which gets a bigger page cache (sqlite.ts, useServingCache). */
+  readonly serving?: boolean;
   /** Setting signing.key_encryption_key: opens sealed signing keys (signing-keys/protection.ts). */
   readonly keyEncryptionKey?: Uint8Array;
 }
@@ -44,7 +46,7 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     // A file that another user's directory hides is not missing: say whose it is.
     if (!create && !existsSync(url)) throw storeAccessDenied(url, { create: false, what: 'the SQLite database' }) ?? notFound(`no license-server database exists at ${url}`, options.origin);
     const { SqliteDatabase } = await import('./sqlite.js');
-    db = SqliteDatabase.open(url, { create });
+    db = SqliteDatabase.open(url, { create, serving: options.serving === true });
   }
   try {
     if (!create && !(await hasSchema(db))) {
