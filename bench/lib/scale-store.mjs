@@ -21,6 +21,9 @@
 //             whatever a run writes never reaches the cache; dispose() deletes it.
 //             false: the caller works on the cached store itself (it drifts as runs write).
 //   workDir   where working copies go (default the OS temporary directory).
+//   cache     false: no cache at all (for tests): the store is built for this call alone, in a new
+//             directory and, on PostgreSQL, a database of this process's own; dispose() drops
+//             both. storeDir and copy are then ignored.
 //   log       a function for progress lines (default: none).
 //   sampleSize how many licenses the sample spreads over (default 1000; fewer at small counts).
 //   (databaseUrl is accepted as another name for postgres.)
@@ -41,7 +44,7 @@
 //   reused,        whether the cached store was used as it was
 //   loadSeconds,   how long generating the cached store took (when it was generated)
 //   phases,        seconds per table, for the index rebuild and for the final vacuum/checkpoint
-//   dispose(),     deletes the working copy (a no-op with copy: false)
+//   dispose(),     deletes the working copy (a no-op with copy: false; with cache: false, the store)
 // }
 //
 // How a store is made: the real CLI creates it (`init`: migrations and the signing key;
@@ -183,14 +186,20 @@ export async function buildScaleStore(options) {
   const { label, counts } = resolveCounts(options.size ?? 'S');
   const engine = options.postgres || options.databaseUrl ? 'postgres' : 'sqlite';
   const serverUrl = options.postgres ?? options.databaseUrl;
-  const storeDir = options.storeDir ?? process.env.LICENSE_SCALE_STORE_DIR ?? DEFAULT_STORE_DIR;
+  // cache: false (tests): a store of this call's own, in a new directory and (PostgreSQL) a
+  // database named after this process, which dispose() removes whole: a test run makes and
+  // drops its own databases and leaves no GBs behind.
+  const ephemeral = options.cache === false;
+  const storeDir = ephemeral
+    ? mkdtempSync(path.join(options.workDir ?? tmpdir(), 'license-scale-store-'))
+    : (options.storeDir ?? process.env.LICENSE_SCALE_STORE_DIR ?? DEFAULT_STORE_DIR);
   const log = options.log ?? (() => undefined);
-  const copy = options.copy !== false;
+  const copy = !ephemeral && options.copy !== false;
   const home = path.join(storeDir, `${engine}-${label}`);
   const metaFile = path.join(home, 'meta.json');
   const fingerprint = fingerprintOf(counts);
   // The fingerprint is in the name: worktrees with other migrations share the server, never a store.
-  const dbName = `license_scale_${SIZES[label] ? label.toLowerCase() : 'custom'}_${fingerprint.slice(0, 8)}`;
+  const dbName = `license_scale_${SIZES[label] ? label.toLowerCase() : 'custom'}_${fingerprint.slice(0, 8)}${ephemeral ? `_t${process.pid}_${Date.now() % 100000}` : ''}`;
   const cachedUrl = engine === 'sqlite' ? path.join(home, 'data', 'license-server.db') : withDatabaseName(serverUrl, dbName);
 
   let meta;
@@ -234,7 +243,19 @@ export async function buildScaleStore(options) {
   let dataDir = path.join(home, 'data');
   let databaseUrl = cachedUrl;
   let dispose = async () => undefined;
-  if (copy) {
+  if (ephemeral) {
+    dispose = async () => {
+      if (engine === 'postgres') {
+        const client = await pgClient(serverUrl);
+        try {
+          await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+        } finally {
+          await client.end();
+        }
+      }
+      rmSync(storeDir, { recursive: true, force: true });
+    };
+  } else if (copy) {
     if (engine === 'sqlite') {
       const work = mkdtempSync(path.join(options.workDir ?? tmpdir(), `license-scale-${label}-`));
       dataDir = path.join(work, 'data');

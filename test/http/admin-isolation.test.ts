@@ -33,15 +33,15 @@ forEachEngine('validation beside heavy admin requests', (fixture) => {
   let adminToken: string;
   let auditEntityId: string;
   let validate: { path: string; body: string };
-  // The store takes most of the time: built once (and cached in bench/.stores between runs),
-  // for every case of this engine.
+  // The store takes most of the time: built once for every case of this engine.
   before(async function () {
     this.timeout(300_000);
     // A ratio of throughputs: another suite running on the same cores meanwhile would blur it,
     // so CI skips it (and the store it needs) in the suites it runs at once, and runs it alone
     // afterwards (.ci/run, ALONE_TESTS).
     if (process.env.LICENSE_TEST_RUN_ALONE === 'skip') this.skip();
-    store = (await buildScaleStore({ size: 'M', ...(fixture.engine === 'postgres' ? { postgres: ADMIN_URL } : {}) })) as ScaleStore;
+    // cache: false: built for this run and dropped after it (bench/.stores is the bench's).
+    store = (await buildScaleStore({ size: 'M', cache: false, ...(fixture.engine === 'postgres' ? { postgres: ADMIN_URL } : {}) })) as ScaleStore;
     assert.equal(store.counts.licenses, LICENSES);
     adminToken = store.adminToken;
     auditEntityId = store.sample.auditEntityIds[0]!;
@@ -145,9 +145,9 @@ forEachEngine('validation beside heavy admin requests', (fixture) => {
     // The admin requests were answered, not refused: isolation by 503 would be no isolation.
     assert.ok(sum(admin, 'requests') >= ROUNDS && sum(admin, 'non2xx') === 0 && sum(admin, 'errors') === 0, report);
     assert.ok(ratio >= 0.7, report);
-    // 50 ms; on a machine so busy with other work that validation alone comes near it (seen
-    // with PostgreSQL on two shared cores: 51-150 ms alone), no more than 1.3x of that.
-    assert.ok(p99(beside) < Math.max(50, 1.3 * p99(alone)), report);
+    // On a machine busy with other work, validation alone comes near 50 ms on PostgreSQL (seen:
+    // 51-150 ms with other suites beside it on two cores); CI runs this test alone.
+    assert.ok(p99(beside) < 50, report);
   });
 });
 
