@@ -6,7 +6,9 @@
  * reads pass one at a time, and while clients are being served each leaves a pause of
  * `yieldFactor` times its own duration before the next starts: admin reads then get at
  * most 1 / (1 + yieldFactor) of the time the clients want. Without client traffic there is
- * no pause.
+ * no pause. The pause stops at `maxPauseMs`: a read that took long mostly waited on its
+ * database or reader thread, not on the main thread, and four times a 5-second statement
+ * timeout would keep every operator waiting 20 s for their next page.
  */
 export class AdminGate {
   private busy = false;
@@ -18,6 +20,7 @@ export class AdminGate {
     private readonly yieldFactor: number,
     /** Clients counted as active this long after their last request (ms). */
     private readonly clientQuietMs = 100,
+    private readonly maxPauseMs = 1_000,
   ) {}
 
   /** A client request started; call the result when it is over. */
@@ -40,7 +43,7 @@ export class AdminGate {
     try {
       return await work();
     } finally {
-      const pause = this.clientsActive() ? (performance.now() - started) * this.yieldFactor : 0;
+      const pause = this.clientsActive() ? Math.min((performance.now() - started) * this.yieldFactor, this.maxPauseMs) : 0;
       if (pause >= 1) setTimeout(() => this.next(), pause).unref();
       else this.next();
     }

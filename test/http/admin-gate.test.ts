@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AdminGate } from '../../src/http/admin-gate.js';
+
+/** Admin reads one at a time, yielding to clients (src/http/admin-gate.ts). */
+describe('admin gate', () => {
+  /** Two admin reads of `ms` each, queued at once; when the second started after the first ended. */
+  async function gapBetweenTwo(gate: AdminGate, ms: number): Promise<{ gap: number; overlapped: boolean }> {
+    let running = 0;
+    let overlapped = false;
+    let firstEnded = 0;
+    let secondStarted = 0;
+    const read = (mark: 'first' | 'second') => gate.admin(async () => {
+      running += 1;
+      overlapped ||= running > 1;
+      if (mark === 'second') secondStarted = performance.now();
+      await sleep(ms);
+      if (mark === 'first') firstEnded = performance.now();
+      running -= 1;
+    });
+    await Promise.all([read('first'), read('second')]);
+    return { gap: secondStarted - firstEnded, overlapped };
+  }
+
+  it('runs admin reads one at a time, back to back when no client is being served', async () => {
+    const { gap, overlapped } = await gapBetweenTwo(new AdminGate(4, 20), 30);
+    assert.equal(overlapped, false);
+    // No pause of 4 x 30 ms: the next read starts at once (the bound leaves room for a busy machine).
+    assert.ok(gap < 100, `gap ${gap} ms`);
+  });
+
+  it('leaves clients four times the time of each admin read while they are served', async () => {
+    const gate = new AdminGate(4, 20);
+    const done = gate.client();
+    const { gap, overlapped } = await gapBetweenTwo(gate, 30);
+    done();
+    assert.equal(overlapped, false);
+    assert.ok(gap >= 4 * 30 - 2, `gap ${gap} ms`);
+  });
+
+  it('stops the pause at its cap, so one slow read does not hold operators for four times its length', async () => {
+    const gate = new AdminGate(4, 20, 40);
+    const done = gate.client();
+    const { gap } = await gapBetweenTwo(gate, 150);
+    done();
+    assert.ok(gap >= 40 - 2, `gap ${gap} ms`);
+    assert.ok(gap < 4 * 150, `gap ${gap} ms: the uncapped pause`);
+  });
+});
