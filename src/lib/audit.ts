@@ -1,7 +1,7 @@
 import type { OperationContext } from './context.js';
 import { now } from './context.js';
 import type { Keyset } from './cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from './paging.js';
+import { pageQuery, pageRows, unindexedText, type ListPage, type Page, type PageQuery } from './paging.js';
 import type { Database, Queryable, Row, SqlValue } from './storage/types.js';
 import { asInt, asIso, asJson } from './storage/values.js';
 
@@ -77,9 +77,11 @@ export function auditListQuery(filter: AuditFilter = {}): PageQuery {
   };
   const since = filter.since?.toISOString();
   const until = filter.until?.toISOString();
-  add('action = ?', filter.action);
-  add('actor = ?', filter.actor);
-  add('entity_type = ?', filter.entityType);
+  // One entity has a few entries: read them by its index, the other filters checked per row.
+  const column = (name: string) => (filter.entityId !== undefined ? unindexedText(name) : name);
+  add(`${column('action')} = ?`, filter.action);
+  add(`${column('actor')} = ?`, filter.actor);
+  add(`${column('entity_type')} = ?`, filter.entityType);
   add('entity_id = ?', filter.entityId);
   add('occurred_at >= ?', since);
   add('occurred_at < ?', until);

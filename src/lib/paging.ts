@@ -127,3 +127,18 @@ export function pageOf<T extends object>(items: readonly T[], keyset: Keyset, fi
   const more = start + limit < items.length;
   return { items: shown, next_cursor: more ? encodeCursor(keyset, filters, positionOf(keyset, shown.at(-1) as Readonly<Record<string, unknown>>)) : null };
 }
+
+/**
+ * A filter column compared through an expression, which no index serves. Where a list has a
+ * filter that picks out a few rows (a customer's licenses, one entity's audit entries), the
+ * other filters are written this way so that SQLite reads the selective index: without
+ * statistics (the app never runs ANALYZE) it took `action`'s index for an entity's checkouts
+ * and walked every checkout in the log (`license show` 1.7 s at 10M audit rows, 2 ms after).
+ */
+export function unindexedText(column: string): string {
+  return `(${column} || '')`;
+}
+
+export function unindexedBoolean(column: string): string {
+  return `(${column} AND TRUE)`;
+}

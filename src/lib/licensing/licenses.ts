@@ -6,7 +6,7 @@ import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
 import { LicenseServerError } from '../errors.js';
 import { generateLicenseKey, licenseKeyPrefix, normalizeLicenseKey } from './license-key.js';
 import type { Keyset } from '../cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { pageQuery, pageRows, unindexedBoolean, unindexedText, type ListPage, type Page, type PageQuery } from '../paging.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
@@ -240,12 +240,14 @@ export function licenseListQuery(filter: LicenseFilter = {}): PageQuery {
     where.push('l.customer_id = ?');
     params.push(customerId);
   }
+  // A customer has a handful of licenses: read them by its index, the rest checked per row.
+  const byCustomer = customerId !== undefined;
   if (filter.active !== undefined) {
-    where.push('l.active = ?');
+    where.push(`${byCustomer ? unindexedBoolean('l.active') : 'l.active'} = ?`);
     params.push(filter.active);
   }
   if (type !== undefined) {
-    where.push('l.type = ?');
+    where.push(`${byCustomer ? unindexedText('l.type') : 'l.type'} = ?`);
     params.push(type);
   }
   return pageQuery(SELECT, where, params, LICENSE_KEYSET, { customer_id: customerId, active: filter.active, type }, filter);
