@@ -245,14 +245,7 @@ export async function buildScaleStore(options) {
   let dispose = async () => undefined;
   if (ephemeral) {
     dispose = async () => {
-      if (engine === 'postgres') {
-        const client = await pgClient(serverUrl);
-        try {
-          await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-        } finally {
-          await client.end();
-        }
-      }
+      if (engine === 'postgres') await dropDatabase(serverUrl, dbName);
       rmSync(storeDir, { recursive: true, force: true });
     };
   } else if (copy) {
@@ -276,12 +269,7 @@ export async function buildScaleStore(options) {
       dataDir = mkdtempSync(path.join(options.workDir ?? tmpdir(), `license-scale-${label}-`));
       const dir = dataDir;
       dispose = async () => {
-        const client = await pgClient(serverUrl);
-        try {
-          await client.query(`DROP DATABASE IF EXISTS ${workName} WITH (FORCE)`);
-        } finally {
-          await client.end();
-        }
+        await dropDatabase(serverUrl, workName);
         rmSync(dir, { recursive: true, force: true });
       };
     }
@@ -300,6 +288,15 @@ export async function buildScaleStore(options) {
     phases: meta.phases,
     dispose,
   };
+}
+
+async function dropDatabase(serverUrl, name) {
+  const client = await pgClient(serverUrl);
+  try {
+    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  } finally {
+    await client.end();
+  }
 }
 
 /** Whether the cached SQLite file is really there with its rows. */
