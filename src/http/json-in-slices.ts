@@ -5,12 +5,12 @@ import type { Reply } from './router.js';
 const SLICE = 250;
 
 /**
- * A large JSON array reply (a list page of up to 10,000 licenses is 7 MB), serialised a
- * slice at a time with the event loop free in between, and sent as a stream at the client's
- * pace: in one piece, JSON.stringify and the write of 7 MB each held the daemon's main
- * thread for tens of milliseconds, and every client request arriving meanwhile waited that
- * long (PostgreSQL validation p99 doubled beside such pages). The bytes are the same as
- * JSON.stringify's. Other replies are returned as they are.
+ * A large JSON array reply (a page of 1,000 licenses, the most the HTTP API answers, is about
+ * 700 KB), serialised a slice at a time with the event loop free in between, and sent as a
+ * stream at the client's pace: in one piece, JSON.stringify and the write held the daemon's
+ * main thread while client requests waited (with 10,000-license pages, before the limit came
+ * down, for tens of milliseconds each, doubling PostgreSQL's validation p99 beside them). The
+ * bytes are the same as JSON.stringify's. Other replies are returned as they are.
  */
 export async function jsonInSlices(reply: Reply): Promise<Reply> {
   if (!('json' in reply) || !Array.isArray(reply.json) || reply.json.length <= SLICE) return reply;

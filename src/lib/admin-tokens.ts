@@ -3,7 +3,7 @@ import { recordAudit } from './audit.js';
 import { now, type OperationContext } from './context.js';
 import { LicenseServerError } from './errors.js';
 import type { Keyset } from './cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from './paging.js';
+import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from './paging.js';
 import { isUniqueViolation } from './storage/errors.js';
 import type { Database, Queryable, Row } from './storage/types.js';
 import { asIso, asIsoOrNull } from './storage/values.js';
@@ -158,9 +158,7 @@ export function tokenListQuery(options: { includeRevoked?: boolean } & Page = {}
 }
 
 export async function listAdminTokensPage(db: Queryable, options: { includeRevoked?: boolean } & Page = {}): Promise<ListPage<AdminToken>> {
-  const query = tokenListQuery(options);
-  const page = pageRows(query, await db.query(query.sql, query.params));
-  return { items: page.rows.map(toToken), next_cursor: page.next_cursor };
+  return fetchPage(db, tokenListQuery(options), toToken);
 }
 
 export async function listAdminTokens(db: Queryable, options: { includeRevoked?: boolean } & Page = {}): Promise<AdminToken[]> {

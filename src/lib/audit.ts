@@ -1,7 +1,7 @@
 import type { OperationContext } from './context.js';
 import { now } from './context.js';
 import type { Keyset } from './cursor.js';
-import { pageQuery, pageRows, unindexedText, type ListPage, type Page, type PageQuery } from './paging.js';
+import { pageQuery, fetchPage, unindexedText, type ListPage, type Page, type PageQuery } from './paging.js';
 import type { Database, Queryable, Row, SqlValue } from './storage/types.js';
 import { asInt, asIso, asJson } from './storage/values.js';
 
@@ -90,9 +90,7 @@ export function auditListQuery(filter: AuditFilter = {}): PageQuery {
 }
 
 export async function listAuditPage(db: Queryable, filter: AuditFilter = {}): Promise<ListPage<AuditEntry>> {
-  const query = auditListQuery(filter);
-  const page = pageRows(query, await db.query(query.sql, query.params));
-  return { items: page.rows.map(toAuditEntry), next_cursor: page.next_cursor };
+  return fetchPage(db, auditListQuery(filter), toAuditEntry);
 }
 
 /** One page (100 entries when no limit is given), newest first. */

@@ -3,7 +3,7 @@ import { recordAudit } from './audit.js';
 import { now, type OperationContext } from './context.js';
 import { LicenseServerError } from './errors.js';
 import type { Keyset } from './cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from './paging.js';
+import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from './paging.js';
 import type { Database, Queryable, Row } from './storage/types.js';
 import { asBool, asIso } from './storage/values.js';
 import { parseUuid, requireNonEmpty } from './validate.js';
@@ -55,9 +55,7 @@ export function customerListQuery(filter: CustomerFilter = {}): PageQuery {
 }
 
 export async function listCustomersPage(db: Queryable, filter: CustomerFilter = {}): Promise<ListPage<Customer>> {
-  const query = customerListQuery(filter);
-  const page = pageRows(query, await db.query(query.sql, query.params));
-  return { items: page.rows.map(toCustomer), next_cursor: page.next_cursor };
+  return fetchPage(db, customerListQuery(filter), toCustomer);
 }
 
 export async function listCustomers(db: Queryable, filter: CustomerFilter = {}): Promise<Customer[]> {

@@ -1,6 +1,6 @@
 import { decodeCursor, encodeCursor, positionOf, type Keyset, type ListFilters } from './cursor.js';
 import { LicenseServerError } from './errors.js';
-import type { Row, SqlValue } from './storage/types.js';
+import type { Queryable, Row, SqlValue } from './storage/types.js';
 
 export const MAX_LIST_LIMIT = 10_000;
 export const DEFAULT_LIST_LIMIT = 100;
@@ -27,6 +27,12 @@ export function checkOffset(offset: number): number {
     throw new LicenseServerError('INVALID_INPUT', `offset may be at most ${MAX_LIST_OFFSET}, got ${offset}; page deeper with the cursor each page gives for the next one`);
   }
   return offset;
+}
+
+function checkOnePosition(page: Page): void {
+  if (page.cursor !== undefined && page.offset !== undefined) {
+    throw new LicenseServerError('INVALID_INPUT', 'give either a cursor or an offset, not both');
+  }
 }
 
 /**
@@ -70,9 +76,7 @@ export function pageQuery(
   page: Page = {},
   options: { readonly whole?: boolean } = {},
 ): PageQuery {
-  if (page.cursor !== undefined && page.offset !== undefined) {
-    throw new LicenseServerError('INVALID_INPUT', 'give either a cursor or an offset, not both');
-  }
+  checkOnePosition(page);
   const conditions = [...where];
   const allParams = [...params];
   if (page.cursor !== undefined) {
@@ -99,14 +103,18 @@ export function pageRows(query: PageQuery, rows: readonly Row[]): { rows: Row[];
   return { rows: shown, next_cursor: encodeCursor(query.keyset, query.filters, positionOf(query.keyset, shown.at(-1)!)) };
 }
 
+/** Runs a page's query and turns its rows into items: what every list's *Page function does. */
+export async function fetchPage<T>(db: Queryable, query: PageQuery, toItem: (row: Row) => T): Promise<ListPage<T>> {
+  const page = pageRows(query, await db.query(query.sql, query.params));
+  return { items: page.rows.map(toItem), next_cursor: page.next_cursor };
+}
+
 /**
  * The same paging over a list already in memory, sorted by the keyset (backup files):
  * the cursor names the last item shown by its sort key values.
  */
 export function pageOf<T extends object>(items: readonly T[], keyset: Keyset, filters: ListFilters, page: Page = {}): ListPage<T> {
-  if (page.cursor !== undefined && page.offset !== undefined) {
-    throw new LicenseServerError('INVALID_INPUT', 'give either a cursor or an offset, not both');
-  }
+  checkOnePosition(page);
   const limit = checkLimit(page.limit ?? DEFAULT_LIST_LIMIT);
   let start = page.offset === undefined ? 0 : checkOffset(page.offset);
   if (page.cursor !== undefined) {

@@ -3,7 +3,7 @@ import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import type { Keyset } from '../cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from '../paging.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
@@ -64,9 +64,7 @@ export function entitlementListQuery(page: Page = {}): PageQuery {
 }
 
 export async function listEntitlementsPage(db: Queryable, page: Page = {}): Promise<ListPage<Entitlement>> {
-  const query = entitlementListQuery(page);
-  const result = pageRows(query, await db.query(query.sql, query.params));
-  return { items: result.rows.map(toEntitlement), next_cursor: result.next_cursor };
+  return fetchPage(db, entitlementListQuery(page), toEntitlement);
 }
 
 export async function listEntitlements(db: Queryable, page: Page = {}): Promise<Entitlement[]> {

@@ -3,7 +3,7 @@ import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import type { Keyset } from '../cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Database, Engine, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asIso, asIsoOrNull } from '../storage/values.js';
 import { describe, parseUuid } from '../validate.js';
@@ -318,9 +318,7 @@ export function machineListQuery(filter: MachineFilter = {}, at: Date = new Date
 }
 
 export async function listMachinesPage(db: Queryable, filter: MachineFilter = {}, at: Date = new Date()): Promise<ListPage<Machine>> {
-  const query = machineListQuery(filter, at);
-  const page = pageRows(query, await db.query(query.sql, query.params));
-  return { items: page.rows.map((row) => toMachine(row, at)), next_cursor: page.next_cursor };
+  return fetchPage(db, machineListQuery(filter, at), (row) => toMachine(row, at));
 }
 
 export async function listMachines(db: Queryable, filter: MachineFilter = {}, at: Date = new Date()): Promise<Machine[]> {

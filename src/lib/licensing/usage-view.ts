@@ -1,7 +1,7 @@
 import { listAudit } from '../audit.js';
 import { getCustomer, type Customer } from '../customers.js';
 import type { Keyset } from '../cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Queryable, SqlValue } from '../storage/types.js';
 import { asInt, asIntOrNull, asIso } from '../storage/values.js';
 import { getLicense, listLicensesPage, type License } from './licenses.js';
@@ -85,21 +85,16 @@ export function usageListQuery(licenseId: string, filter: UsageFilter = {}): Pag
 
 export async function listUsageRecordsPage(db: Queryable, reference: string, filter: UsageFilter = {}): Promise<ListPage<UsageRecord>> {
   const license = await getLicense(db, reference, { seats: false });
-  const query = usageListQuery(license.id, filter);
-  const page = pageRows(query, await db.query(query.sql, query.params));
-  return {
-    items: page.rows.map((row) => ({
-      id: String(row.id),
-      entitlement_code: String(row.code),
-      quantity: asInt(row.quantity),
-      remaining: asIntOrNull(row.remaining),
-      hardware_id: String(row.hardware_id),
-      idempotency_key: String(row.idempotency_key),
-      occurred_at: asIso(row.occurred_at),
-      recorded_at: asIso(row.recorded_at),
-    })),
-    next_cursor: page.next_cursor,
-  };
+  return fetchPage(db, usageListQuery(license.id, filter), (row) => ({
+    id: String(row.id),
+    entitlement_code: String(row.code),
+    quantity: asInt(row.quantity),
+    remaining: asIntOrNull(row.remaining),
+    hardware_id: String(row.hardware_id),
+    idempotency_key: String(row.idempotency_key),
+    occurred_at: asIso(row.occurred_at),
+    recorded_at: asIso(row.recorded_at),
+  }));
 }
 
 /** Usage reports of a license, newest first (by when the server recorded them). */

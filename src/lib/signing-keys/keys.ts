@@ -5,7 +5,7 @@ import { publicKeyFromPem, publicKeyToPem } from '../crypto/ed25519-pem.js';
 import { keyIdOf, type KeySet } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import type { Keyset } from '../cursor.js';
-import { pageQuery, pageRows, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Database, Queryable, Row } from '../storage/types.js';
 import { asBool, asBytesOrNull, asIso, asIsoOrNull } from '../storage/values.js';
 import { keyEncryptionKeyOf } from './kek-registry.js';
@@ -59,9 +59,7 @@ export function signingKeyListQuery(page: Page = {}): PageQuery {
 }
 
 export async function listSigningKeysPage(db: Queryable, page: Page = {}): Promise<ListPage<SigningKeyInfo>> {
-  const query = signingKeyListQuery(page);
-  const result = pageRows(query, await db.query(query.sql, query.params));
-  return { items: result.rows.map(describeKey), next_cursor: result.next_cursor };
+  return fetchPage(db, signingKeyListQuery(page), describeKey);
 }
 
 export async function listSigningKeys(db: Queryable, page: Page = {}): Promise<SigningKeyInfo[]> {
