@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { LicenseServerError } from '../errors.js';
+import { toSqlite } from './sqlite-bind.js';
 import { sqliteDriverPath } from './sqlite-driver.js';
 import type { Row, SqlValue } from './types.js';
 
@@ -103,6 +104,7 @@ export class SqliteReader {
   query(sql: string, params: readonly SqlValue[]): Promise<Row[] | undefined> {
     if (this.closed) return Promise.reject(new LicenseServerError('DATABASE_UNAVAILABLE', 'the database is being closed or replaced'));
     return new Promise((resolve, reject) => {
+      // Bound as the main connection binds; Buffers cross to the thread as Uint8Arrays and are made Buffers again there.
       this.queue.push({ sql, params: params.map(toSqlite), queuedAt: Date.now(), resolve, reject });
       this.dispatch();
     });
@@ -191,13 +193,6 @@ export class SqliteReader {
       `an admin read took longer than ${this.options.timeoutMs / 1000} s (database.admin_statement_timeout) and was stopped; ask for a smaller page or a narrower filter`,
     );
   }
-}
-
-/** What the main connection binds (sqlite.ts toSqlite); Buffers cross the thread as Uint8Arrays and are made Buffers again there. */
-function toSqlite(value: SqlValue): unknown {
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (value instanceof Date) return value.toISOString();
-  return value;
 }
 
 /** Blobs come back from the main connection as Buffers; structured cloning made them Uint8Arrays. */

@@ -5,6 +5,7 @@ import { keyIdOf } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { describeFsError } from '../fs-errors.js';
 import { storeAccessDenied } from './file-access.js';
+import { toSqlite } from './sqlite-bind.js';
 import { loadSqliteDriver } from './sqlite-driver.js';
 import { SqliteReader, type SqliteReaderOptions } from './sqlite-reader.js';
 import type { Database, Queryable, Row, SqlValue } from './types.js';
@@ -352,13 +353,6 @@ const SERVING_MMAP_BYTES = 2 * 1024 ** 3;
 /** What our SQL calls that SQLite lacks: migration 5 derives key ids, and SQLite has no SHA-256. */
 export function addSqlFunctions(db: BetterSqlite3.Database): void {
   db.function('license_server_key_id', { deterministic: true }, (publicKey) => keyIdOf(publicKey as Uint8Array));
-}
-
-function toSqlite(value: SqlValue): unknown {
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (value instanceof Date) return value.toISOString();
-  if (value instanceof Uint8Array && !Buffer.isBuffer(value)) return Buffer.from(value);
-  return value;
 }
 
 function translateErrors<T>(work: () => T): T {
