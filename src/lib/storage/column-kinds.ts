@@ -12,7 +12,7 @@ const u = 'uuid', t = 'text', ts = 'timestamp', b = 'boolean', by = 'bytes', i =
 
 export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, ColumnKind>>>> = {
   schema_migrations: { version: i, name: t, applied_at: ts },
-  customers: { id: u, name: t, active: b, created_at: ts, updated_at: ts },
+  customers: { id: u, name: t, active: b, created_at: ts, updated_at: ts, email: t },
   entitlements: { id: u, code: t, name: t, created_at: ts },
   licenses: {
     id: u, license_key: t, customer_id: u, type: t, active: b, valid_from: ts, valid_until: ts, decryption_key: by,
@@ -40,6 +40,12 @@ export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, Colum
     id: u, license_id: u, hardware_id: t, name: t, client_version: t, active: b, first_seen: ts, last_seen: ts,
     lease_expires_at: ts, offline_until: ts, deactivated_at: ts,
   },
+  notification_deliveries: {
+    id: u, event_id: u, event: t, occurred_at: ts, data: t, channel: t, target: t, status: t, attempts: i,
+    next_attempt_at: ts, retry_from: ts, claimed_by: t, claimed_until: ts, last_attempt_at: ts, last_status: i,
+    last_error: t, delivered_at: ts, created_at: ts,
+  },
+  notification_marks: { key: t, at: ts, count: i },
 };
 
 /** The kind of `table.column`, or undefined for a column this release does not know. */

@@ -264,6 +264,51 @@ const LIST_INDEXES = [
   `CREATE INDEX admin_tokens_created ON admin_tokens (created_at, id)`,
 ];
 
+/**
+ * The notification outbox (issue 25, docs/notifications.md): one row per delivery of an
+ * event to one webhook or one email address, written in the transaction of the change it
+ * reports, then sent with retries by whichever process claims it. `data` is TEXT on both
+ * engines, not jsonb: a webhook's body must be the same bytes on every retry and engine,
+ * and jsonb reorders keys. `notification_marks` remembers what was raised once (a license's
+ * expiry window, a usage threshold, the last limit-exceeded event), keyed by what makes it
+ * unique, so that two daemons or a catch-up after downtime cannot raise it twice. Customers
+ * get a contact email for rules that send to `customer`.
+ */
+function notificationOutbox(t: (typeof T)['sqlite']): string[] {
+  return [
+    `ALTER TABLE customers ADD COLUMN email TEXT`,
+    `CREATE TABLE notification_deliveries (
+      id ${t.id} PRIMARY KEY,
+      event_id ${t.id} NOT NULL,
+      event TEXT NOT NULL,
+      occurred_at ${t.ts} NOT NULL,
+      data TEXT NOT NULL,
+      channel TEXT NOT NULL CHECK (channel IN ('webhook', 'email')),
+      target TEXT NOT NULL,
+      status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+      attempts ${t.int} NOT NULL DEFAULT 0,
+      next_attempt_at ${t.ts} NOT NULL,
+      retry_from ${t.ts} NOT NULL,
+      claimed_by TEXT,
+      claimed_until ${t.ts},
+      last_attempt_at ${t.ts},
+      last_status ${t.int},
+      last_error TEXT,
+      delivered_at ${t.ts},
+      created_at ${t.ts} NOT NULL
+    )`,
+    `CREATE INDEX notification_deliveries_due ON notification_deliveries (status, next_attempt_at)`,
+    `CREATE INDEX notification_deliveries_created ON notification_deliveries (created_at, id)`,
+    `CREATE INDEX notification_deliveries_status_created ON notification_deliveries (status, created_at, id)`,
+    `CREATE INDEX notification_deliveries_event_created ON notification_deliveries (event, created_at, id)`,
+    `CREATE TABLE notification_marks (
+      key TEXT PRIMARY KEY,
+      at ${t.ts} NOT NULL,
+      count ${t.int} NOT NULL DEFAULT 0
+    )`,
+  ];
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -271,6 +316,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 4, name: 'license lifecycle', sqlite: licenseLifecycle(T.sqlite), postgres: licenseLifecycle(T.postgres) },
   { version: 5, name: 'rotating signing keys', ...rotatingSigningKeys },
   { version: 6, name: 'list indexes', sqlite: LIST_INDEXES, postgres: LIST_INDEXES },
+  { version: 7, name: 'notification outbox', sqlite: notificationOutbox(T.sqlite), postgres: notificationOutbox(T.postgres) },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
@@ -295,6 +341,8 @@ export const TABLES: ReadonlyArray<{ readonly name: string; readonly since: numb
   { name: 'usage_records', since: 2 },
   { name: 'backup_runs', since: 3 },
   { name: 'machines', since: 4 },
+  { name: 'notification_deliveries', since: 7 },
+  { name: 'notification_marks', since: 7 },
 ];
 
 // Arbitrary but fixed: every license-server process takes this advisory lock to migrate.
