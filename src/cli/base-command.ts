@@ -6,6 +6,7 @@ import type { ResolvedConfig } from '../lib/config/resolve.js';
 import type { OperationContext } from '../lib/context.js';
 import { EXIT, isLicenseServerError, LicenseServerError } from '../lib/errors.js';
 import type { Database } from '../lib/storage/types.js';
+import { collectRaised } from './deliver-raised.js';
 import { openExistingStore } from './store.js';
 import { renderReport, type Reportable } from './report.js';
 import { usageMessage } from './usage-message.js';
@@ -83,9 +84,12 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
   protected async withDatabase<R>(work: (db: Database, config: ResolvedConfig) => Promise<R>): Promise<R> {
     const config = await this.resolveConfig();
     const db = await openExistingStore(config);
+    const raised = await collectRaised();
     try {
       return await work(db, config);
     } finally {
+      // Also after a failure: a failed backup raised backup.failed.
+      for (const warning of await raised.deliver(db, config)) process.stderr.write(`warning: ${warning}\n`);
       await db.close();
     }
   }

@@ -11,7 +11,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
   static override flags = { ...serverFlags };
 
   /** The automatic backups of backup.enabled, on backup.schedule. */
-  private async scheduler(state: ServingStateType, log: (entry: Record<string, unknown>) => void, notifier: import('../lib/notifications/notifier.js').Notifier) {
+  private async scheduler(state: ServingStateType, log: (entry: Record<string, unknown>) => void) {
     const [{ BackupScheduler }, { runBackup }, { listBackups }] = await Promise.all([
       import('../lib/backup/scheduler.js'),
       import('../http/backup-runner.js'),
@@ -25,13 +25,6 @@ On first start it creates the signing key and, when no admin token exists, a boo
         const [newest] = await listBackups(state.config.settings.backup.path);
         return newest ? new Date(newest.created_at) : undefined;
       },
-      onResult: (run) =>
-        notifier.emit(run.status === 'succeeded' ? 'backup.succeeded' : 'backup.failed', {
-          trigger: 'scheduled',
-          slot: run.slot,
-          ...(run.backup_id ? { backup_id: run.backup_id } : {}),
-          ...(run.error ? { error: run.error } : {}),
-        }),
       clock: {
         now: () => new Date(),
         setTimeout: (callback, ms) => setTimeout(callback, ms),
@@ -111,11 +104,15 @@ On first start it creates the signing key and, when no admin token exists, a boo
       await state.openAdminSide();
       state.daemonLock = daemonLock;
       state.refusal = fence.refusal;
-      const { Notifier } = await import('../lib/notifications/notifier.js');
       const current = state;
-      const notifier = new Notifier({ database: () => current.db, server: () => current.config.settings.issuer, log, allowLinkLocal: () => current.config.settings.notifications.allowLinkLocal });
-      const scheduler = settings.backup.enabled ? await this.scheduler(state, log, notifier) : undefined;
-      const app = createApp({ state, log, toolVersion: this.config.version, scheduler, notifier });
+      // The outbox's deliveries: raised by this daemon's work (woken at once) or by command
+      // lines and other daemons (found by polling).
+      const [{ delivererFor }, { onRaised }] = await Promise.all([import('../lib/notifications/from-config.js'), import('../lib/notifications/outbox.js')]);
+      const deliverer = delivererFor(() => current.db, () => current.config, log);
+      const stopWaking = onRaised(() => deliverer.wake());
+      deliverer.start({ pruneAfterDays: () => 30 });
+      const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
+      const app = createApp({ state, log, toolVersion: this.config.version, scheduler });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
       const stopped = new Promise<void>((resolve) => {
@@ -123,7 +120,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
           log({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal });
           process.once(signal, () => process.exit(1));
           scheduler?.stop();
-          void server.shutdown().then(() => scheduler?.idle()).then(() => notifier.settle(3000)).then(() => resolve());
+          stopWaking();
+          void server.shutdown().then(() => scheduler?.idle()).then(() => deliverer.stop(3000)).then(() => resolve());
         };
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
@@ -139,7 +137,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       // The catch-up of a missed backup runs while the daemon already serves.
       void scheduler?.start().catch((error: unknown) => log({ level: 'error', msg: 'backup scheduler failed to start', error: String(error) }));
       await stopped;
-      // Webhook retries still waiting must not hold the process past its shutdown.
+      // A delivery attempt still waiting for its receiver must not hold the process past its shutdown.
       setTimeout(() => process.exit(process.exitCode ?? 0), 200);
     } finally {
       // After a restore the state holds a reopened database; closing twice is harmless.

@@ -14,7 +14,6 @@ import { AdminGate } from './admin-gate.js';
 import { jsonInSlices } from './json-in-slices.js';
 import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
-import type { Notifier } from '../lib/notifications/notifier.js';
 import { adminRoutes } from './routes/admin.js';
 import { lifecycleRoutes } from './routes/lifecycle.js';
 import { adminPageRoutes } from './routes/admin-page.js';
@@ -30,7 +29,6 @@ export interface AppDependencies {
   readonly clock?: () => Date;
   readonly toolVersion: string;
   readonly scheduler?: { status(): Promise<unknown> };
-  readonly notifier?: Notifier;
 }
 
 export interface App {
@@ -61,8 +59,6 @@ export interface RouteDependencies {
   readonly log: (entry: Record<string, unknown>) => void;
   /** The backup schedule, when the daemon runs one. */
   readonly scheduler?: { status(): Promise<unknown> };
-  /** Webhooks and alert rules; absent in tests that do not need them. */
-  readonly notifier?: Notifier;
 }
 
 /**
@@ -104,7 +100,6 @@ export function createApp(deps: AppDependencies): App {
     toolVersion: deps.toolVersion,
     log: deps.log,
     scheduler: deps.scheduler,
-    notifier: deps.notifier,
   };
   const router = new Router(routesByAccess(routeDeps));
   const server = state.config.settings.server;

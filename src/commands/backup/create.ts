@@ -6,7 +6,8 @@ import { backupView } from '../../lib/backup/view.js';
 
 export default class BackupCreate extends BaseCommand<typeof BackupCreate> {
   static override description = `Create a verified backup: database, configuration (without secrets) and notification settings.
-Written as .partial, fsynced, renamed, then read back whole (every chunk and checksum) before it is listed. Exit 0 only for a verified backup; one summary line. Old backups are pruned afterwards (backup.retention_days, keep_daily/weekly/monthly).`;
+Written as .partial, fsynced, renamed, then read back whole (every chunk and checksum) before it is listed. Exit 0 only for a verified backup; one summary line. Old backups are pruned afterwards (backup.retention_days, keep_daily/weekly/monthly).
+Its backup.succeeded or backup.failed notifications are tried for at most 5 s before it exits; what is not delivered by then stays queued (a warning on standard error says so) and never changes the exit code.`;
   static override examples = ['<%= config.bin %> backup create', '<%= config.bin %> backup create --path /mnt/backups --json'];
   static override flags = {
     path: Flags.string({ description: 'Directory to write the backup to (default: backup.path).' }),
@@ -26,14 +27,6 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
       }
       const { createBackup } = await import('../../lib/backup/create.js');
       const { pruneBackups } = await import('../../lib/backup/retention.js');
-      const { alertFromCommandLine } = await import('../../cli/alert.js');
-      // A cron job's failure must reach someone: alerts go out before the command exits. A
-      // webhook that fails costs a warning line on standard error (also with --json, whose
-      // output stays the record), never the backup's result or its exit code.
-      const alert = async (event: 'backup.succeeded' | 'backup.failed', data: Record<string, unknown>) => {
-        const warnings = await alertFromCommandLine(db, config, event, { trigger: 'manual', actor: this.operationContext().actor, ...data });
-        for (const warning of warnings) process.stderr.write(`warning: ${warning}\n`);
-      };
       const created = await withProgress(interactive, 'Backing up', (progress) =>
         createBackup({
           db,
@@ -45,11 +38,7 @@ Written as .partial, fsynced, renamed, then read back whole (every chunk and che
           onPhase: (phase, total) => progress.phase({ snapshot: 'Taking a snapshot', pack: 'Packing', verify: 'Verifying' }[phase], total),
           onProgress: (bytes) => progress.bytes(bytes),
         }),
-      ).catch(async (error: unknown) => {
-        await alert('backup.failed', { error: error instanceof Error ? error.message : String(error) });
-        throw error;
-      });
-      await alert('backup.succeeded', { backup_id: created.backup_id, size: created.size, encrypted: created.encrypted });
+      );
       // Retention runs only after a verified backup exists, so it can never leave none.
       const directory = this.flags.path ?? config.settings.backup.path;
       const plan = await pruneBackups({ directory, policy: config.settings.backup, context: this.operationContext(), db, databaseUrl: config.settings.database.url, key: config.settings.backup.encryptionKey });

@@ -18,7 +18,6 @@ Exits 15 (WEBHOOK_NOT_DELIVERED) when any webhook did not take it; with --json t
       const hooks = settings.webhooks.filter((hook) => (this.flags.webhook ? hook.name === this.flags.webhook : hook.enabled));
       if (hooks.length === 0) throw new LicenseServerError('INVALID_INPUT', this.flags.webhook ? `no webhook is named ${JSON.stringify(this.flags.webhook)}` : 'no webhook is enabled');
       const notifier = new Notifier({
-        database: () => db,
         server: () => config.settings.issuer,
         log: () => undefined,
         retryDelaysMs: [],

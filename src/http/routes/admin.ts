@@ -42,13 +42,6 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
           ...context(actor),
           issuer: deps.settings.issuer,
         });
-        deps.notifier?.emit('license.checked_out', {
-          license_id: id,
-          valid_until: result.valid_until,
-          hardware_id: typeof body.hardware_id === 'string' ? body.hardware_id : null,
-          filename: result.filename,
-          actor,
-        });
         if (wantsOctetStream(accept)) {
           return {
             raw: result.license_file,

@@ -41,17 +41,8 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ body, actor }) => {
         expectFields(body, []);
         const { runBackup } = await import('../backup-runner.js');
-        try {
-          const record = await runBackup(deps.state, deps.toolVersion, 'manual', context(actor));
-          deps.notifier?.emit('backup.succeeded', { backup_id: record.backup_id, trigger: 'manual', size: record.size, encrypted: record.encrypted, actor });
-          return { status: 201, json: backupView(record) };
-        } catch (error) {
-          // Another backup running is not a failure worth an alert.
-          if (!(error instanceof LicenseServerError && error.code === 'BACKUP_IN_PROGRESS')) {
-            deps.notifier?.emit('backup.failed', { trigger: 'manual', error: error instanceof Error ? error.message : String(error), actor });
-          }
-          throw error;
-        }
+        const record = await runBackup(deps.state, deps.toolVersion, 'manual', context(actor));
+        return { status: 201, json: backupView(record) };
       },
     },
     {
@@ -139,7 +130,6 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         }
         const { restoreWhileServing } = await import('../backup-runner.js');
         const report = await restoreWhileServing(deps, id, context(actor), { keepRevocations: body.keep_revocations, force: body.force });
-        deps.notifier?.emit('backup.restored', { backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id, actor });
         return { json: report };
       },
     },

@@ -8,6 +8,7 @@ import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { syncDirectory, syncFile } from '../files/durable-write.js';
 import { asWriteFailure, describeFsError } from '../fs-errors.js';
+import { raiseEvent } from '../notifications/outbox.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
 import { digestFile, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
@@ -48,6 +49,29 @@ export function newBackupId(at: Date): string {
  * audited. Anything that fails leaves no listed backup and no partial file.
  */
 export async function createBackup(options: CreateBackupOptions): Promise<BackupRecord> {
+  try {
+    return await createVerifiedBackup(options);
+  } catch (error) {
+    // Another backup running is not a failure worth an alert.
+    const busy = error instanceof LicenseServerError && error.code === 'BACKUP_IN_PROGRESS';
+    if (options.trigger !== 'pre-restore' && !busy) await raiseBackupFailed(options, error);
+    throw error;
+  }
+}
+
+/**
+ * backup.failed, in a transaction of its own: a failed backup changed nothing to report it
+ * with. Best effort: a database that is down cannot take it, and the backup's own error is
+ * what the caller must see.
+ */
+async function raiseBackupFailed(options: CreateBackupOptions, error: unknown): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  await options.db
+    .transaction((tx) => raiseEvent(tx, 'backup.failed', { trigger: options.trigger, error: message, actor: options.context.actor }, options.context))
+    .catch(() => undefined);
+}
+
+async function createVerifiedBackup(options: CreateBackupOptions): Promise<BackupRecord> {
   const { db, config, context } = options;
   const directory = path.resolve(options.directory ?? config.settings.backup.path);
   const key = config.settings.backup.encryptionKey;
@@ -144,14 +168,17 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
     // entry exists, which the next lock holder lists without a second entry (debris.ts); the
     // other order would leave a listed backup with no entry.
     try {
-      await db.transaction((tx) =>
-        recordAudit(tx, context, {
+      await db.transaction(async (tx) => {
+        await recordAudit(tx, context, {
           action: 'backup.created',
           entityType: 'backup',
           entityId: id,
           details: { trigger: record.trigger, size: record.size, encrypted: record.encrypted, file: record.file },
-        }),
-      );
+        });
+        if (options.trigger !== 'pre-restore') {
+          await raiseEvent(tx, 'backup.succeeded', { backup_id: id, trigger: record.trigger, size: record.size, encrypted: record.encrypted, actor: context.actor }, context);
+        }
+      });
     } catch (error) {
       await rm(archive, { force: true });
       throw error;

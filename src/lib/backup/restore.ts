@@ -1,6 +1,7 @@
 import { chmod, mkdir, mkdtemp, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { recordAudit } from '../audit.js';
+import { raiseEvent } from '../notifications/outbox.js';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
@@ -204,14 +205,16 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       const { erase, ...carried } = keys.result;
       const eraseWarning = erase ? await (await import('../signing-keys/erase.js')).eraseReplacedKeys(db, settings.database.url) : null;
       signingKeys = { ...carried, erase_warning: eraseWarning };
-      await db.transaction((tx) =>
-        recordAudit(tx, context, {
+      await db.transaction(async (tx) => {
+        await recordAudit(tx, context, {
           action: 'backup.restored',
           entityType: 'backup',
           entityId: manifest.backup_id,
           details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations, signing_keys: carried, moved },
-        }),
-      );
+        });
+        // Raised in the restored store, whose rules and webhooks are now the ones in force.
+        await raiseEvent(tx, 'backup.restored', { backup_id: manifest.backup_id, pre_restore_backup_id: safety?.backup_id ?? null, actor: context.actor }, context);
+      });
       signingKeyWarning = await signingKeyProblem(db);
     } finally {
       await db.close();

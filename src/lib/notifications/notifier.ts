@@ -1,11 +1,9 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { redactUrl } from '../config/redact.js';
 import { isLicenseServerError } from '../errors.js';
-import type { Queryable } from '../storage/types.js';
 import { checkLiteralAddress, guardedLookup, systemResolver, type Resolver } from './address.js';
 import { postOnce } from './post.js';
-import { renderTemplate } from './render.js';
-import { eventMatches, hasEnabledRuleFor, readNotificationSettings, type EventName, type Webhook } from './settings.js';
+import type { Webhook } from './settings.js';
 
 export interface NotificationEvent {
   readonly id: string;
@@ -30,18 +28,12 @@ export interface DeliveryResult {
 }
 
 export interface NotifierOptions {
-  readonly database: () => Queryable;
   readonly server: () => string;
   readonly log: (entry: Record<string, unknown>) => void;
-  /** Waits between attempts: 1 s, 5 s, 25 s by default (tests pass shorter ones). */
+  /** Waits between attempts (none by default). */
   readonly retryDelaysMs?: readonly number[];
   readonly timeoutMs?: number;
-  /**
-   * The wait between attempts. The default's timer is unreferenced, so that retries never
-   * keep a stopping daemon alive; a short-lived process that awaits deliveries must pass a
-   * referenced one (src/cli/alert.ts), or Node, finding nothing else pending, abandons its
-   * await mid-wait and exits 13.
-   */
+  /** The wait between attempts; the default's timer is referenced, so that a command line awaiting it is not abandoned mid-wait (exit 13). */
   readonly sleep?: (ms: number) => Promise<void>;
   /** notifications.allow_link_local: deliver to 169.254.0.0/16 and fe80::/10 too. */
   readonly allowLinkLocal?: () => boolean;
@@ -56,108 +48,96 @@ export function signBody(secret: string, body: string): string {
   return `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
 }
 
+/** What one POST to a webhook came to. */
+export interface WebhookAttempt {
+  readonly delivered: boolean;
+  readonly status?: number;
+  readonly error?: string;
+  /** An error code of the tool (WEBHOOK_ADDRESS_REFUSED) when it, not the receiver, refused: not worth retrying. */
+  readonly code?: string;
+  /** Where a redirect pointed, credentials redacted; it was not followed. */
+  readonly location?: string;
+}
+
+export interface WebhookAttemptOptions {
+  readonly timeoutMs?: number;
+  readonly allowLinkLocal?: boolean;
+  readonly lookup?: Resolver;
+}
+
 /**
- * Sends events to the webhooks that alert rules select (docs/notifications.md). emit()
- * returns at once and never throws: delivery happens in the background with retries, is
- * logged, and a failing or hanging webhook never slows or fails the work that raised the
- * event. Email rules are rendered and logged; sending mail needs an SMTP server, which this
- * release does not configure.
+ * One POST of a delivery's body to a webhook, signed with its secret. Redirects are not
+ * followed: a 3xx is a failed attempt. A link-local address is refused (`code`). Never
+ * throws; the outcome names no secret and no URL credentials.
+ */
+export async function attemptWebhook(
+  hook: Pick<Webhook, 'url' | 'secret'>,
+  delivery: { readonly id: string; readonly event: string; readonly body: string },
+  options: WebhookAttemptOptions = {},
+): Promise<WebhookAttempt> {
+  const allowLinkLocal = options.allowLinkLocal ?? false;
+  try {
+    const url = new URL(hook.url);
+    if (!allowLinkLocal) checkLiteralAddress(url, 'webhook URL points at');
+    const answer = await postOnce({
+      url,
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'license-server-webhook/1',
+        'x-license-server-event': delivery.event,
+        'x-license-server-delivery': delivery.id,
+        [SIGNATURE_HEADER.toLowerCase()]: signBody(hook.secret, delivery.body),
+      },
+      body: delivery.body,
+      timeoutMs: options.timeoutMs ?? 5000,
+      lookup: guardedLookup(options.lookup ?? systemResolver, allowLinkLocal),
+    });
+    if (answer.status >= 200 && answer.status < 300) return { delivered: true, status: answer.status };
+    return answer.status >= 300 && answer.status < 400
+      ? { delivered: false, status: answer.status, error: 'redirect not followed', ...(answer.location === undefined ? {} : { location: redactLocation(answer.location, url) }) }
+      : { delivered: false, status: answer.status };
+  } catch (error) {
+    return { delivered: false, ...describeFailure(error, hook.url) };
+  }
+}
+
+/**
+ * `notifications test`'s direct sends: an event built here and POSTed to one webhook, with
+ * the given retries (none by default), whatever the rules say. Events raised by the
+ * server's own work go through the outbox instead (outbox.ts, deliverer.ts).
  */
 export class Notifier {
-  private readonly pending = new Set<Promise<unknown>>();
-
   constructor(private readonly options: NotifierOptions) {}
-
-  emit(event: EventName, data: Record<string, unknown>): void {
-    const delivery = this.deliver(event, data).catch((error: unknown) =>
-      this.options.log({ level: 'error', msg: 'notification failed', event, error: error instanceof Error ? error.message : String(error) }),
-    );
-    this.pending.add(delivery);
-    void delivery.finally(() => this.pending.delete(delivery));
-  }
-
-  /** Waits for deliveries in flight, for at most `timeoutMs` (the daemon's shutdown, a test). */
-  async settle(timeoutMs = 30_000): Promise<void> {
-    await Promise.race([Promise.allSettled([...this.pending]), new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
-  }
 
   /** The event as it is sent. */
   build(event: string, data: Record<string, unknown>): NotificationEvent {
     return { id: randomUUID(), event, occurred_at: new Date().toISOString(), server: this.options.server(), data };
   }
 
-  /** Builds the event and delivers it to every matching, enabled webhook. */
-  async deliver(event: EventName, data: Record<string, unknown>): Promise<DeliveryResult[]> {
-    const db = this.options.database();
-    // Most events (every checkout) match no rule: one small query says so, before the three
-    // that read every setting. Read each time, so a change made elsewhere counts at once.
-    if (!(await hasEnabledRuleFor(db, event))) return [];
-    const settings = await readNotificationSettings(db);
-    const payload = this.build(event, data);
-    const rules = settings.rules.filter((rule) => rule.enabled && eventMatches(rule.event, event));
-    for (const rule of rules.filter((candidate) => candidate.email)) {
-      const template = settings.email_templates.find((candidate) => eventMatches(candidate.event, event));
-      this.options.log({
-        level: 'warn',
-        msg: 'email not sent: no SMTP server is configured',
-        event,
-        to: rule.email,
-        subject: template ? renderTemplate(template.subject, payload) : `[license-server] ${event}`,
-      });
-    }
-    const names = new Set(rules.flatMap((rule) => (rule.webhook ? [rule.webhook] : [])));
-    const hooks = settings.webhooks.filter((hook) => hook.enabled && names.has(hook.name));
-    return Promise.all(hooks.map((hook) => this.send(hook, payload)));
-  }
-
-  /**
-   * One webhook, with retries and backoff; each attempt is logged (never the secret, never
-   * the URL's credentials or query). Redirects are not followed: a 3xx is a failed attempt.
-   * A link-local address is refused and not retried.
-   */
   async send(hook: Webhook, payload: NotificationEvent): Promise<DeliveryResult> {
     const body = JSON.stringify(payload);
-    const delays = this.options.retryDelaysMs ?? [1000, 5000, 25000];
-    const sleep = this.options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref()));
-    const allowLinkLocal = this.options.allowLinkLocal?.() ?? false;
-    const lookup = guardedLookup(this.options.lookup ?? systemResolver, allowLinkLocal);
+    const delays = this.options.retryDelaysMs ?? [];
+    const sleep = this.options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
     const about = { webhook: hook.name, event: payload.event, delivery: payload.id };
-    let last: { status?: number; error?: string; code?: string; location?: string } = {};
+    let last: WebhookAttempt = { delivered: false };
     let attempt = 1;
     for (; attempt <= delays.length + 1; attempt += 1) {
-      try {
-        const url = new URL(hook.url);
-        if (!allowLinkLocal) checkLiteralAddress(url, 'webhook URL points at');
-        const answer = await postOnce({
-          url,
-          headers: {
-            'content-type': 'application/json',
-            'user-agent': 'license-server-webhook/1',
-            'x-license-server-event': payload.event,
-            'x-license-server-delivery': payload.id,
-            [SIGNATURE_HEADER.toLowerCase()]: signBody(hook.secret, body),
-          },
-          body,
-          timeoutMs: this.options.timeoutMs ?? 5000,
-          lookup,
-        });
-        if (answer.status >= 200 && answer.status < 300) {
-          this.options.log({ level: 'info', msg: 'webhook delivered', ...about, attempt, status: answer.status });
-          return { webhook: hook.name, delivered: true, attempts: attempt, status: answer.status };
-        }
-        last = answer.status >= 300 && answer.status < 400
-          ? { status: answer.status, error: 'redirect not followed', ...(answer.location === undefined ? {} : { location: redactLocation(answer.location, url) }) }
-          : { status: answer.status };
-      } catch (error) {
-        last = describeFailure(error, hook.url);
+      last = await attemptWebhook(hook, { id: payload.id, event: payload.event, body }, {
+        timeoutMs: this.options.timeoutMs,
+        allowLinkLocal: this.options.allowLinkLocal?.() ?? false,
+        lookup: this.options.lookup,
+      });
+      if (last.delivered) {
+        this.options.log({ level: 'info', msg: 'webhook delivered', ...about, attempt, status: last.status });
+        return { webhook: hook.name, delivered: true, attempts: attempt, status: last.status };
       }
-      this.options.log({ level: 'warn', msg: 'webhook attempt failed', ...about, attempt, ...last });
+      const { delivered: _, ...failure } = last;
+      this.options.log({ level: 'warn', msg: 'webhook attempt failed', ...about, attempt, ...failure });
       if (last.code === 'WEBHOOK_ADDRESS_REFUSED') break;
       if (attempt <= delays.length) await sleep(delays[attempt - 1]!);
     }
-    const attempts = Math.min(attempt, delays.length + 1);
-    this.options.log({ level: 'error', msg: 'webhook gave up', ...about });
-    return { webhook: hook.name, delivered: false, attempts, ...last };
+    const { delivered: _, ...failure } = last;
+    return { webhook: hook.name, delivered: false, attempts: Math.min(attempt, delays.length + 1), ...failure };
   }
 }
 

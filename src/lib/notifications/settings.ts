@@ -9,7 +9,22 @@ import { describe } from '../validate.js';
 import { checkLiteralAddress } from './address.js';
 
 /** Every event the server sends (docs/notifications.md). */
-export const EVENTS = ['backup.succeeded', 'backup.failed', 'backup.restored', 'license.checked_out'] as const;
+export const EVENTS = [
+  'backup.succeeded',
+  'backup.failed',
+  'backup.restored',
+  'license.checked_out',
+  'license.created',
+  'license.updated',
+  'license.renewed',
+  'license.deactivated',
+  'license.expired',
+  'license.expiring_soon',
+  'machine.activated',
+  'machine.limit_exceeded',
+  'usage.threshold',
+  'signing_key.rotated',
+] as const;
 export type EventName = (typeof EVENTS)[number];
 
 export interface Webhook {
@@ -198,7 +213,7 @@ function parseSettings(input: unknown, allowLinkLocal: boolean): { webhooks: Arr
     const webhook = rule.webhook === undefined ? undefined : text(rule.webhook, `rules[${i}].webhook`, 100);
     if (webhook !== undefined && !names.has(webhook)) invalid(`rules[${i}] names webhook ${describe(webhook)}, which is not defined`);
     const email = rule.email === undefined ? undefined : text(rule.email, `rules[${i}].email`, 320);
-    if (email !== undefined && !/^[^\s@]+@[^\s@]+$/.test(email)) invalid(`rules[${i}].email is not an email address`);
+    if (email !== undefined && email !== 'customer' && !/^[^\s@,;<>"]+@[^\s@,;<>"]+$/.test(email)) invalid(`rules[${i}].email is not an email address (nor "customer", the event's own customer)`);
     if (!webhook && !email) invalid(`rules[${i}] needs a webhook or an email`);
     return { event, ...(webhook ? { webhook } : {}), ...(email ? { email } : {}), enabled: rule.enabled === undefined ? true : Boolean(rule.enabled) };
   });

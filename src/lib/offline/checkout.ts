@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { recordAudit } from '../audit.js';
+import { raiseEvent } from '../notifications/outbox.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { licenseNotFound } from '../licensing/licenses.js';
@@ -245,6 +246,15 @@ async function issue(
       signing_key_id: signer.keyId,
     },
   });
+  await raiseEvent(tx, 'license.checked_out', {
+    license_id: license.id,
+    customer_id: license.customer_id,
+    license_key_prefix: payload.license_key_prefix,
+    valid_until: new Date(payload.valid_until).toISOString(),
+    hardware_id: hardwareId ?? null,
+    filename: suggestedFilename(payload),
+    actor: context.actor,
+  }, context);
   return { payload, signer, checkoutId, machineCreated };
 }
 

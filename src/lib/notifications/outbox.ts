@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { now, type OperationContext } from '../context.js';
+import type { Queryable } from '../storage/types.js';
+import { eventMatches, hasEnabledRuleFor, readNotificationSettings, type EventName } from './settings.js';
+
+/** What a rule's `email: customer` sends to: the contact email of the event's own customer. */
+export const CUSTOMER_RECIPIENT = 'customer';
+
+/** Why a delivery to `email: customer` could not be made; it is recorded as failed. */
+export const NO_CUSTOMER_EMAIL = 'the customer has no contact email (customer update --email)';
+
+type RaisedListener = (ids: readonly string[]) => void;
+const listeners = new Set<RaisedListener>();
+
+/**
+ * Tells `listener` the ids of the deliveries this process writes to the outbox, before their
+ * transaction commits: the command line collects them to deliver before it exits, the daemon
+ * wakes its deliverer (which finds them once committed). Returns the way to stop listening.
+ */
+export function onRaised(listener: RaisedListener): () => void {
+  listeners.add(listener);
+  return () => listeners.delete(listener);
+}
+
+/**
+ * Writes one outbox row for each target the enabled alert rules select for `event`: one per
+ * enabled webhook, one per email address. Called inside the transaction of the change the
+ * event reports, so that the notification exists exactly when the change does; nothing is
+ * sent here (deliverer.ts sends). Returns the new deliveries' ids (none when no rule
+ * matches, which one small query finds out: most events, every checkout, match none).
+ *
+ * `data` is stored as the JSON text the webhook body will carry, byte for byte on every
+ * retry. A rule sending to `customer` is resolved now, from `data.customer_id` or the
+ * license of `data.license_id`: the address at the time of the event. With no address known
+ * the delivery is recorded as failed, so that `notifications deliveries --failed` shows it.
+ */
+export async function raiseEvent(
+  tx: Queryable,
+  event: EventName,
+  data: Record<string, unknown>,
+  context?: Pick<OperationContext, 'clock'>,
+): Promise<string[]> {
+  if (!(await hasEnabledRuleFor(tx, event))) return [];
+  const settings = await readNotificationSettings(tx);
+  const rules = settings.rules.filter((rule) => rule.enabled && eventMatches(rule.event, event));
+  const enabledHooks = new Set(settings.webhooks.filter((hook) => hook.enabled).map((hook) => hook.name));
+  const targets: Array<{ channel: 'webhook' | 'email'; target: string; failure?: string }> = [];
+  const seen = new Set<string>();
+  const add = (channel: 'webhook' | 'email', target: string, failure?: string) => {
+    const key = `${channel}\u0000${target.toLowerCase()}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    targets.push({ channel, target, ...(failure === undefined ? {} : { failure }) });
+  };
+  for (const rule of rules) {
+    if (rule.webhook && enabledHooks.has(rule.webhook)) add('webhook', rule.webhook);
+    if (rule.email === CUSTOMER_RECIPIENT) {
+      const address = await customerEmail(tx, data);
+      if (address) add('email', address);
+      else add('email', CUSTOMER_RECIPIENT, NO_CUSTOMER_EMAIL);
+    } else if (rule.email) {
+      add('email', rule.email);
+    }
+  }
+  if (targets.length === 0) return [];
+  const at = now(context).toISOString();
+  const eventId = randomUUID();
+  const body = JSON.stringify(data);
+  const ids: string[] = [];
+  for (const target of targets) {
+    const id = randomUUID();
+    ids.push(id);
+    await tx.execute(
+      `INSERT INTO notification_deliveries (id, event_id, event, occurred_at, data, channel, target, status, attempts, next_attempt_at, retry_from, last_error, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)`,
+      [id, eventId, event, at, body, target.channel, target.target, target.failure ? 'failed' : 'pending', at, at, target.failure ?? null, at],
+    );
+  }
+  const pending = ids.filter((_, i) => !targets[i]!.failure);
+  if (pending.length > 0) for (const listener of listeners) listener(pending);
+  return ids;
+}
+
+async function customerEmail(tx: Queryable, data: Record<string, unknown>): Promise<string | undefined> {
+  let rows: Array<Record<string, unknown>> = [];
+  // Ids come from the server's own records, but a malformed one must not fail the change it reports.
+  const uuid = (value: unknown) => typeof value === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+  if (uuid(data.customer_id)) rows = await tx.query('SELECT email FROM customers WHERE id = ?', [String(data.customer_id)]);
+  else if (uuid(data.license_id)) rows = await tx.query('SELECT c.email FROM licenses l JOIN customers c ON c.id = l.customer_id WHERE l.id = ?', [String(data.license_id)]);
+  const email = rows[0]?.email;
+  return typeof email === 'string' && email.length > 0 ? email : undefined;
+}

@@ -1,0 +1,39 @@
+import { renderTemplate } from './render.js';
+import { eventMatches, type EmailTemplate, type EventName } from './settings.js';
+import type { NotificationEvent } from './notifier.js';
+
+/**
+ * The email each event sends when no email template of the settings matches it
+ * (docs/notifications.md lists them with the variables they use). Plain text.
+ */
+export const DEFAULT_EMAIL_TEMPLATES: Readonly<Record<EventName | 'notification.test', { readonly subject: string; readonly body: string }>> = {
+  'backup.succeeded': { subject: '[{{server}}] Backup {{backup_id}} made', body: 'The {{trigger}} backup {{backup_id}} was made and verified ({{size}} bytes, encrypted: {{encrypted}}).' },
+  'backup.failed': { subject: '[{{server}}] Backup failed', body: 'The {{trigger}} backup failed: {{error}}' },
+  'backup.restored': { subject: '[{{server}}] Backup {{backup_id}} restored', body: 'Backup {{backup_id}} was restored by {{actor}}. The data it replaced is in backup {{pre_restore_backup_id}}.' },
+  'license.checked_out': { subject: '[{{server}}] License {{license_id}} checked out', body: 'License {{license_id}} was checked out to a file valid until {{valid_until}} (hardware ID: {{hardware_id}}), by {{actor}}.' },
+  'license.created': { subject: '[{{server}}] New license for {{customer_name}}', body: 'License {{license_id}} ({{type}}) was created for {{customer_name}}, valid from {{valid_from}} until {{valid_until}}.' },
+  'license.updated': { subject: '[{{server}}] License {{license_id}} changed', body: 'License {{license_id}} of {{customer_name}} was changed: {{changes}}.' },
+  'license.renewed': { subject: '[{{server}}] License renewed until {{valid_until}}', body: 'License {{license_id}} of {{customer_name}} was renewed: it is now valid until {{valid_until}} (it was {{previous_valid_until}}).' },
+  'license.deactivated': { subject: '[{{server}}] License {{license_id}} deactivated', body: 'License {{license_id}} of {{customer_name}} was deactivated by {{actor}}.' },
+  'license.expired': { subject: '[{{server}}] License {{license_id}} has expired', body: 'License {{license_id}} of {{customer_name}} expired at {{valid_until}}.' },
+  'license.expiring_soon': { subject: 'Your license expires in {{days_left}} days', body: 'Dear {{customer_name}},\n\nlicense {{license_id}} expires at {{valid_until}}, in {{days_left}} days. Please renew it in time to keep using the software.' },
+  'machine.activated': { subject: '[{{server}}] New machine on license {{license_id}}', body: 'Machine {{hardware_id}} ({{machine_name}}) started using license {{license_id}} of {{customer_name}}.' },
+  'machine.limit_exceeded': { subject: '[{{server}}] Machine limit reached on license {{license_id}}', body: 'License {{license_id}} of {{customer_name}} allows {{max_machines}} machines; {{refused_count}} new machine(s) were refused, the last one {{hardware_id}}.' },
+  'usage.threshold': { subject: '[{{server}}] {{percent}}% of {{entitlement}} used', body: 'License {{license_id}} of {{customer_name}} has used {{used}} of {{usage_limit}} for {{entitlement}} ({{percent}}%).' },
+  'signing_key.rotated': { subject: '[{{server}}] Signing key rotated', body: 'The signing key was rotated by {{actor}}: new key {{key_id}} (previous {{previous_key_id}}). Clients that verify files offline need the new public key.' },
+  'notification.test': { subject: '[{{server}}] Test notification', body: '{{message}}' },
+};
+
+/**
+ * The subject and text of an event's email: the first email template of the settings whose
+ * pattern matches, else the event's default. The subject is one line whatever the values
+ * hold: line breaks and other control characters become spaces, so that a value (a customer
+ * name) cannot start a header of its own.
+ */
+export function renderEmail(templates: readonly EmailTemplate[], event: NotificationEvent): { subject: string; text: string } {
+  const chosen = templates.find((template) => eventMatches(template.event, event.event))
+    ?? DEFAULT_EMAIL_TEMPLATES[event.event as EventName]
+    ?? { subject: '[{{server}}] {{event}}', body: '{{event}} at {{occurred_at}}' };
+  const subject = renderTemplate(chosen.subject, event).replace(/[\u0000-\u001f\u007f]+/g, ' ').trim().slice(0, 900);
+  return { subject, text: renderTemplate(chosen.body, event) };
+}
