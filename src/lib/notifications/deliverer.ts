@@ -57,8 +57,25 @@ export interface DeliveryOutcome {
   readonly target: string;
   readonly status: 'delivered' | 'pending' | 'failed';
   readonly attempts: number;
+  /** What went wrong, as `notifications deliveries` shows it: `HTTP 500`, `ECONNREFUSED`, `SMTP 550 ...`. */
   readonly error?: string;
   readonly next_attempt_at?: string;
+  /** The webhook's HTTP status. */
+  readonly http_status?: number;
+  /** WEBHOOK_ADDRESS_REFUSED when the tool, not the receiver, refused. */
+  readonly code?: string;
+}
+
+/** One attempt's result before it is recorded. */
+interface Attempted {
+  readonly delivered: boolean;
+  /** Not worth retrying: a refused address, a webhook gone, an SMTP 5xx. */
+  readonly permanent: boolean;
+  readonly status?: number;
+  /** The whole story, for the record and the command line. */
+  readonly error?: string;
+  /** Log fields: the receiver's error alone, the tool's code, a redirect's redacted Location. */
+  readonly detail?: { readonly error?: string; readonly code?: string; readonly location?: string };
 }
 
 interface Claimed {
@@ -146,7 +163,7 @@ export class Deliverer {
 
   private async attempt(delivery: Claimed, deadline: number | undefined): Promise<DeliveryOutcome> {
     const timeoutMs = Math.max(500, Math.min(this.options.webhookTimeoutMs ?? 5000, deadline === undefined ? Infinity : deadline - Date.now()));
-    let outcome: { delivered: boolean; permanent: boolean; status?: number; error?: string };
+    let outcome: Attempted;
     try {
       outcome = delivery.channel === 'webhook' ? await this.sendWebhook(delivery, timeoutMs) : await this.sendEmail(delivery);
     } catch (error) {
@@ -159,7 +176,7 @@ export class Deliverer {
     return JSON.stringify({ id: delivery.event_id, event: delivery.event, occurred_at: delivery.occurred_at, server: this.options.server(), data: JSON.parse(delivery.data) });
   }
 
-  private async sendWebhook(delivery: Claimed, timeoutMs: number): Promise<{ delivered: boolean; permanent: boolean; status?: number; error?: string }> {
+  private async sendWebhook(delivery: Claimed, timeoutMs: number): Promise<Attempted> {
     const settings = await readNotificationSettings(this.options.database());
     const hook = settings.webhooks.find((candidate) => candidate.name === delivery.target);
     if (!hook) return { delivered: false, permanent: true, error: `webhook ${JSON.stringify(delivery.target)} is no longer defined` };
@@ -171,10 +188,11 @@ export class Deliverer {
     });
     if (result.delivered) return { delivered: true, permanent: false, status: result.status };
     const error = result.status === undefined ? result.error : `HTTP ${result.status}${result.error ? ` (${[result.error, result.location].filter(Boolean).join(': ')})` : ''}`;
-    return { delivered: false, permanent: result.code === 'WEBHOOK_ADDRESS_REFUSED', ...(result.status === undefined ? {} : { status: result.status }), ...(error ? { error } : {}) };
+    const { delivered: _, status, ...detail } = result;
+    return { delivered: false, permanent: result.code === 'WEBHOOK_ADDRESS_REFUSED', ...(status === undefined ? {} : { status }), ...(error ? { error } : {}), detail };
   }
 
-  private async sendEmail(delivery: Claimed): Promise<{ delivered: boolean; permanent: boolean; error?: string }> {
+  private async sendEmail(delivery: Claimed): Promise<Attempted> {
     const send = this.options.email();
     if (!send) return { delivered: false, permanent: false, error: 'no SMTP server is configured (notifications.smtp.host)' };
     const settings = await readNotificationSettings(this.options.database());
@@ -190,7 +208,7 @@ export class Deliverer {
   }
 
   /** Records an attempt, fenced by the claim: a claim lost to another process records nothing. */
-  private async record(delivery: Claimed, outcome: { delivered: boolean; permanent: boolean; status?: number; error?: string }): Promise<DeliveryOutcome> {
+  private async record(delivery: Claimed, outcome: Attempted): Promise<DeliveryOutcome> {
     const db = this.options.database();
     const at = this.now();
     const attempts = delivery.attempts + 1;
@@ -214,8 +232,23 @@ export class Deliverer {
     );
     const about = { delivery: delivery.id, event: delivery.event, channel: delivery.channel, ...(delivery.channel === 'webhook' ? { webhook: delivery.target } : {}), attempt: attempts };
     if (status === 'delivered') this.options.log({ level: 'info', msg: 'notification delivered', ...about, ...(outcome.status === undefined ? {} : { status: outcome.status }) });
-    else this.options.log({ level: status === 'failed' ? 'error' : 'warn', msg: status === 'failed' ? 'notification gave up' : 'notification attempt failed', ...about, ...(error ? { error } : {}), ...(next ? { next_attempt_at: next } : {}) });
-    return { id: delivery.id, event: delivery.event, channel: delivery.channel, target: delivery.target, status, attempts, ...(error && !outcome.delivered ? { error } : {}), ...(next ? { next_attempt_at: next } : {}) };
+    else {
+      const detail = outcome.detail ?? (error ? { error } : {});
+      this.options.log({ level: 'warn', msg: 'notification attempt failed', ...about, ...(outcome.status === undefined ? {} : { status: outcome.status }), ...detail, ...(next ? { next_attempt_at: next } : {}) });
+      if (status === 'failed') this.options.log({ level: 'error', msg: 'notification gave up', ...about });
+    }
+    return {
+      id: delivery.id,
+      event: delivery.event,
+      channel: delivery.channel,
+      target: delivery.target,
+      status,
+      attempts,
+      ...(error && !outcome.delivered ? { error } : {}),
+      ...(next ? { next_attempt_at: next } : {}),
+      ...(outcome.status === undefined ? {} : { http_status: outcome.status }),
+      ...(outcome.detail?.code ? { code: outcome.detail.code } : {}),
+    };
   }
 
   /**

@@ -3,7 +3,11 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Notifier, SIGNATURE_HEADER, type NotifierOptions } from '../../../src/lib/notifications/notifier.js';
+import { Deliverer, type DeliveryOutcome } from '../../../src/lib/notifications/deliverer.js';
+import { SIGNATURE_HEADER } from '../../../src/lib/notifications/notifier.js';
+import { raiseEvent } from '../../../src/lib/notifications/outbox.js';
+import type { Resolver } from '../../../src/lib/notifications/address.js';
+import type { EventName } from '../../../src/lib/notifications/settings.js';
 import { renderTemplate } from '../../../src/lib/notifications/render.js';
 import { readNotificationSettings, redactSettings, replaceNotificationSettings, REDACTED } from '../../../src/lib/notifications/settings.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
@@ -22,8 +26,44 @@ describe('notifications', () => {
   let work: string;
   let db: Database;
   const logs: Array<Record<string, unknown>> = [];
-  const notifier = (retryDelaysMs = [10, 20, 40], timeoutMs = 500, more: Partial<NotifierOptions> = {}) =>
-    new Notifier({ database: () => db, server: () => 'licenses.example.com', log: (entry) => logs.push(entry), retryDelaysMs, timeoutMs, ...more });
+  /**
+   * Raises `event` through the outbox and delivers it with up to `attempts` attempts, the
+   * deliverer's clock stepping past each retry's wait; one outcome per target, as the last
+   * attempt left it.
+   */
+  const deliver = async (
+    event: EventName,
+    data: Record<string, unknown>,
+    options: { attempts?: number; timeoutMs?: number; lookup?: Resolver; allowLinkLocal?: boolean } = {},
+  ) => {
+    const ids = await db.transaction((tx) => raiseEvent(tx, event, data));
+    let at = Date.now();
+    const deliverer = new Deliverer({
+      database: () => db,
+      server: () => 'licenses.example.com',
+      retry: () => ({ firstDelaySeconds: 1, maxDelaySeconds: 1, giveUpHours: 1 }),
+      email: () => undefined,
+      allowLinkLocal: () => options.allowLinkLocal ?? false,
+      log: (entry) => logs.push(entry),
+      clock: () => new Date(at),
+      webhookTimeoutMs: options.timeoutMs ?? 500,
+      ...(options.lookup ? { lookup: options.lookup } : {}),
+    });
+    const last = new Map<string, DeliveryOutcome>();
+    for (let attempt = 0; attempt < (options.attempts ?? 4); attempt += 1) {
+      for (const outcome of await deliverer.deliverDue({ ids })) last.set(outcome.id, outcome);
+      if (ids.every((id) => last.has(id) && last.get(id)!.status !== 'pending')) break;
+      at += 1000;
+    }
+    return ids.flatMap((id) => (last.has(id) ? [last.get(id)!] : [])).map((outcome) => ({
+      webhook: outcome.target,
+      delivered: outcome.status === 'delivered',
+      attempts: outcome.attempts,
+      status: outcome.http_status,
+      error: outcome.error,
+      code: outcome.code,
+    }));
+  };
   const only = (hook: { name: string; url: string; secret?: string }) =>
     replaceNotificationSettings(db, { webhooks: [{ secret: 'hook-secret-0123456789', ...hook }], rules: [{ event: '*', webhook: hook.name }] }, { actor: 'test' });
   const refused = (error: unknown) => error instanceof LicenseServerError && error.code === 'WEBHOOK_ADDRESS_REFUSED';
@@ -47,8 +87,9 @@ describe('notifications', () => {
         email_templates: [{ event: 'backup.failed', subject: 'Backup failed on {{server}}', body: 'Error: {{error}}' }],
       }, { actor: 'test' });
       assert.match(generated.ops!, /^[A-Za-z0-9_-]{32}$/, 'a webhook without a secret gets one');
-      const results = await notifier().deliver('backup.failed', { trigger: 'scheduled', error: 'disk full' });
-      assert.deepEqual(results.map((r) => [r.webhook, r.delivered, r.attempts]), [['ops', true, 1]]);
+      const results = await deliver('backup.failed', { trigger: 'scheduled', error: 'disk full' });
+      assert.deepEqual(results.map((r) => [r.webhook, r.delivered, r.attempts]), [['ops', true, 1], ['ops@example.com', false, 4]], 'the email waits, and is retried: no SMTP server is configured');
+      assert.equal(results[1]!.error, 'no SMTP server is configured (notifications.smtp.host)');
       assert.equal(receiver.received.length, 1);
       assert.equal(other.received.length, 0, 'rules decide which events go where');
       const [delivery] = receiver.received;
@@ -57,10 +98,10 @@ describe('notifications', () => {
       const body = JSON.parse(delivery!.body);
       assert.deepEqual({ ...body, id: undefined, occurred_at: undefined }, { event: 'backup.failed', server: 'licenses.example.com', data: { trigger: 'scheduled', error: 'disk full' }, id: undefined, occurred_at: undefined });
       assert.equal(delivery!.headers['x-license-server-event'], 'backup.failed');
-      assert.equal(delivery!.headers['x-license-server-delivery'], body.id);
-      const email = logs.find((entry) => entry.msg === 'email not sent: no SMTP server is configured');
-      assert.equal(email?.subject, 'Backup failed on licenses.example.com');
-      await notifier().deliver('license.checked_out', { license_id: 'x' });
+      const [row] = await db.query("SELECT id, event_id FROM notification_deliveries WHERE channel = 'webhook' ORDER BY created_at DESC LIMIT 1");
+      assert.equal(delivery!.headers['x-license-server-delivery'], row!.id, 'the delivery id, stable across retries');
+      assert.equal(body.id, row!.event_id, 'the body carries the event id, shared by every target of the event');
+      await deliver('license.checked_out', { license_id: 'x' });
       assert.ok(signatureValid(other.received[0]!, 'audit-secret-0123456789'));
     } finally {
       await receiver.close();
@@ -75,10 +116,10 @@ describe('notifications', () => {
         webhooks: [{ name: 'ops', url: receiver.url, secret: 'hook-secret-0123456789' }],
         rules: [{ event: 'backup.*', webhook: 'ops' }, { event: 'license.checked_out', webhook: 'ops', enabled: false }],
       }, { actor: 'test' });
-      assert.deepEqual(await notifier().deliver('license.checked_out', { license_id: 'x' }), []);
+      assert.deepEqual(await deliver('license.checked_out', { license_id: 'x' }), []);
       assert.equal(receiver.received.length, 0);
       await replaceNotificationSettings(db, { webhooks: [{ name: 'ops', url: receiver.url, secret: 'hook-secret-0123456789' }], rules: [{ event: 'license.*', webhook: 'ops' }] }, { actor: 'test' });
-      const [result] = await notifier().deliver('license.checked_out', { license_id: 'x' });
+      const [result] = await deliver('license.checked_out', { license_id: 'x' });
       assert.equal(result?.delivered, true);
       assert.equal(receiver.received.length, 1);
     } finally {
@@ -91,30 +132,32 @@ describe('notifications', () => {
     try {
       await replaceNotificationSettings(db, { webhooks: [{ name: 'flaky', url: flaky.url, secret: 's3cr3t-s3cr3t-s3cr3t' }], rules: [{ event: '*', webhook: 'flaky' }] }, { actor: 'test' });
       logs.length = 0;
-      const [result] = await notifier().deliver('backup.succeeded', { backup_id: 'b' });
+      const [result] = await deliver('backup.succeeded', { backup_id: 'b' });
       assert.deepEqual([result!.delivered, result!.attempts, result!.status], [true, 3, 204]);
       assert.equal(flaky.received.length, 3);
-      assert.deepEqual(logs.map((entry) => [entry.msg, entry.attempt]), [['webhook attempt failed', 1], ['webhook attempt failed', 2], ['webhook delivered', 3]]);
+      assert.equal(new Set(flaky.received.map((r) => r.headers['x-license-server-delivery'])).size, 1, 'one delivery id on every attempt');
+      assert.equal(new Set(flaky.received.map((r) => r.body)).size, 1, 'the same body bytes on every attempt');
+      assert.deepEqual(logs.map((entry) => [entry.msg, entry.attempt]), [['notification attempt failed', 1], ['notification attempt failed', 2], ['notification delivered', 3]]);
       assert.ok(!JSON.stringify(logs).includes('s3cr3t'), 'the secret is never logged');
     } finally {
       await flaky.close();
     }
   });
 
-  it('never lets a hanging or dead webhook block or fail the work: emit returns at once', async () => {
+  it('never lets a hanging or dead webhook fail the work: raising only writes the outbox, and an attempt ends at its timeout', async () => {
     const hanging = await startReceiver(() => 'hang');
     try {
       await replaceNotificationSettings(db, {
         webhooks: [{ name: 'hang', url: hanging.url, secret: 'x'.repeat(20) }, { name: 'dead', url: 'http://127.0.0.1:1/none', secret: 'y'.repeat(20) }],
         rules: [{ event: '*', webhook: 'hang' }, { event: '*', webhook: 'dead' }],
       }, { actor: 'test' });
-      const slow = notifier([20], 200);
-      const started = Date.now();
-      slow.emit('backup.restored', { backup_id: 'b' });
-      assert.ok(Date.now() - started < 50, 'emit does not wait for delivery');
-      await slow.settle(5000);
-      const given = logs.filter((entry) => entry.msg === 'webhook gave up').map((entry) => entry.webhook).sort();
-      assert.deepEqual(given, ['dead', 'hang']);
+      const ids = await db.transaction((tx) => raiseEvent(tx, 'backup.restored', { backup_id: 'b' }));
+      assert.equal(ids.length, 2);
+      assert.equal(hanging.received.length, 0, 'raising sends nothing');
+      await db.execute(`DELETE FROM notification_deliveries WHERE id IN (?, ?)`, ids);
+      logs.length = 0;
+      const results = await deliver('backup.restored', { backup_id: 'b' }, { attempts: 2, timeoutMs: 200 });
+      assert.deepEqual(results.map((r) => [r.webhook, r.delivered, r.attempts, r.error]).sort(), [['dead', false, 2, 'ECONNREFUSED'], ['hang', false, 2, 'timed out']]);
     } finally {
       await hanging.close();
     }
@@ -175,10 +218,10 @@ describe('notifications', () => {
       target = receiver.url.replace('http://', 'http://locuser:location-password@').replace('/hook', '/elsewhere?token=location-token');
       await only({ name: 'moved', url: receiver.url });
       logs.length = 0;
-      const [result] = await notifier([10]).deliver('backup.succeeded', { backup_id: 'b' });
+      const [result] = await deliver('backup.succeeded', { backup_id: 'b' }, { attempts: 2 });
       assert.deepEqual([result!.delivered, result!.attempts, result!.status], [false, 2, 307]);
       assert.deepEqual(receiver.received.map((r) => r.path), ['/hook', '/hook'], 'the signed body never went to the Location');
-      const failed = logs.filter((entry) => entry.msg === 'webhook attempt failed');
+      const failed = logs.filter((entry) => entry.msg === 'notification attempt failed');
       assert.deepEqual(failed.map((entry) => entry.status), [307, 307]);
       assert.match(String(failed[0]!.location), /^http:\/\/locuser:\*\*\*@127\.0\.0\.1:\d+\/elsewhere\?\*\*\*$/);
       assert.ok(!JSON.stringify([logs, result]).includes('location-password'));
@@ -195,7 +238,7 @@ describe('notifications', () => {
     try {
       await only({ name: 'huge', url: receiver.url });
       const peakBefore = process.resourceUsage().maxRSS * 1024;
-      const [result] = await notifier([], 30_000).deliver('backup.succeeded', { backup_id: 'b' });
+      const [result] = await deliver('backup.succeeded', { backup_id: 'b' }, { attempts: 1, timeoutMs: 30_000 });
       const peakGrowth = process.resourceUsage().maxRSS * 1024 - peakBefore;
       assert.deepEqual([result!.delivered, result!.status], [true, 200]);
       // What the receiver could hand to its socket before the notifier hung up: the kernel's
@@ -217,7 +260,7 @@ describe('notifications', () => {
         rules: [{ event: '*', webhook: 'creds' }, { event: '*', webhook: 'dead' }],
       }, { actor: 'test' });
       logs.length = 0;
-      const results = await notifier([10]).deliver('backup.succeeded', { backup_id: 'b' });
+      const results = await deliver('backup.succeeded', { backup_id: 'b' }, { attempts: 2 });
       assert.deepEqual(results.map((r) => [r.webhook, r.delivered, r.attempts]), [['creds', false, 2], ['dead', false, 2]]);
       assert.equal(receiver.received.length, 2);
       assert.equal(receiver.received[0]!.headers.authorization, `Basic ${Buffer.from('hookuser:url-password-1').toString('base64')}`);
@@ -229,7 +272,9 @@ describe('notifications', () => {
       ]);
       const everything = JSON.stringify([logs, results, shown]);
       for (const secret of ['url-password-1', 'url-password-2', 'query-secret-1', 'query-secret-2']) assert.ok(!everything.includes(secret), secret);
-      assert.ok(logs.some((entry) => entry.msg === 'webhook attempt failed' && entry.webhook === 'dead' && entry.error === 'ECONNREFUSED'));
+      assert.ok(logs.some((entry) => entry.msg === 'notification attempt failed' && entry.webhook === 'dead' && entry.error === 'ECONNREFUSED'));
+      const stored = JSON.stringify(await db.query('SELECT * FROM notification_deliveries'));
+      for (const secret of ['url-password-1', 'url-password-2', 'query-secret-1', 'query-secret-2', 'hook-secret-0123456789']) assert.ok(!stored.includes(secret), `outbox holds ${secret}`);
 
       // The redacted form goes back in as it came out: the stored password and token are kept.
       await replaceNotificationSettings(db, shown, { actor: 'test' });
@@ -283,28 +328,28 @@ describe('notifications', () => {
       for (const host of ['metadata.test', 'mapped.test', 'mixed.test']) {
         await only({ name: 'resolved', url: `http://${host}:${port}/hook` });
         logs.length = 0;
-        const [result] = await notifier([10, 10], 500, { lookup }).deliver('backup.succeeded', { backup_id: 'b' });
+        const [result] = await deliver('backup.succeeded', { backup_id: 'b' }, { attempts: 3, lookup });
         assert.deepEqual([result!.delivered, result!.attempts, result!.code], [false, 1, 'WEBHOOK_ADDRESS_REFUSED'], host);
         assert.match(result!.error!, /link-local/);
-        assert.deepEqual(logs.map((entry) => entry.msg), ['webhook attempt failed', 'webhook gave up'], 'a refused address is not retried');
+        assert.deepEqual(logs.map((entry) => entry.msg), ['notification attempt failed', 'notification gave up'], 'a refused address is not retried');
       }
       assert.deepEqual(lookups, ['metadata.test', 'mapped.test', 'mixed.test']);
       assert.equal(receiver.received.length, 0);
 
       await only({ name: 'resolved', url: `http://hooks.test:${port}/hook` });
-      const [delivered] = await notifier([], 500, { lookup }).deliver('backup.succeeded', { backup_id: 'b' });
+      const [delivered] = await deliver('backup.succeeded', { backup_id: 'b' }, { attempts: 1, lookup });
       assert.equal(delivered!.delivered, true, 'the connection goes to the address the lookup gave');
       assert.equal(receiver.received[0]!.headers.host, `hooks.test:${port}`);
 
       // A literal address stored before this check existed (or restored from an old backup).
       await db.execute("UPDATE notification_webhooks SET url = 'http://[::ffff:a9fe:a9fe]:9/' WHERE name = 'resolved'");
-      const [literal] = await notifier([], 500, { lookup }).deliver('backup.succeeded', { backup_id: 'b' });
+      const [literal] = await deliver('backup.succeeded', { backup_id: 'b' }, { attempts: 1, lookup });
       assert.deepEqual([literal!.delivered, literal!.code], [false, 'WEBHOOK_ADDRESS_REFUSED']);
 
       // Allowed: the notifier tries to connect (an fe80:: address without a zone fails at
       // once, so no packet leaves for a real link-local host).
       await db.execute("UPDATE notification_webhooks SET url = 'http://[fe80::1]:9/' WHERE name = 'resolved'");
-      const [allowed] = await notifier([], 500, { lookup, allowLinkLocal: () => true }).deliver('backup.succeeded', { backup_id: 'b' });
+      const [allowed] = await deliver('backup.succeeded', { backup_id: 'b' }, { attempts: 1, lookup, allowLinkLocal: true });
       assert.equal(allowed!.delivered, false);
       assert.equal(allowed!.code, undefined);
       assert.doesNotMatch(allowed!.error!, /link-local/);
