@@ -185,7 +185,7 @@ describe('notifications from the command line and the daemon', function () {
         const customer = (await api(serve.url, 'POST', '/api/customers', { token, body: { name: 'Redirected' } })).body;
         const license = (await api(serve.url, 'POST', '/api/licenses', { token, body: { customer_id: customer.id, type: 'time_based', valid_until: '2099-01-01' } })).body;
         assert.equal((await api(serve.url, 'POST', `/api/licenses/${license.id}/checkout`, { token, body: { ttl_days: 3 } })).status, 200);
-        const attempts = () => serve.stderr().split('\n').filter((line) => line.includes('"webhook attempt failed"')).map((line) => JSON.parse(line));
+        const attempts = () => serve.stderr().split('\n').filter((line) => line.includes('"notification attempt failed"')).map((line) => JSON.parse(line));
         await eventually(() => new Set(attempts().map((entry) => entry.webhook)).size === 2, 'both webhooks failed once');
         const moved = attempts().find((entry) => entry.webhook === 'moved');
         assert.equal(moved.status, 307);
@@ -293,13 +293,15 @@ describe('notifications from the command line and the daemon', function () {
       assert.equal(lines.length, 1, created.stdout);
       assert.match(lines[0]!, /^created backup \S+: .*, verified \(\S+\); pruned 1 old backup\(s\)$/);
       assert.deepEqual((await listBackups(envHere.LICENSE_BACKUP_PATH!)).map((backup) => backup.backup_id).includes(old.backup_id), false, 'retention ran');
-      const warnings = created.stderr.split('\n').filter((line) => line.includes('was not delivered'));
-      assert.deepEqual(warnings.sort(), [
-        'warning: backup.succeeded was not delivered to webhook "down": ECONNREFUSED (2 attempts; it is not sent again)',
-        'warning: backup.succeeded was not delivered to webhook "failing": HTTP 500 (2 attempts; it is not sent again)',
+      const warnings = created.stderr.split('\n').filter((line) => line.includes(' is pending '));
+      assert.deepEqual(warnings.map((line) => line.replace(/from \S+ by/, 'from T by').replace(/\(delivery [0-9a-f-]{36}\)/, '(delivery ID)')).sort(), [
+        'warning: backup.succeeded to webhook "down" is pending (ECONNREFUSED); it will be retried from T by `serve` or the next command (delivery ID)',
+        'warning: backup.succeeded to webhook "failing" is pending (HTTP 500); it will be retried from T by `serve` or the next command (delivery ID)',
       ]);
-      assert.equal(failing.received.length, 2, 'the failing webhook was tried twice');
-      assert.equal(JSON.parse(failing.received[0]!.body).event, 'backup.succeeded');
+      const createdId = /^created backup (\S+):/.exec(lines[0]!)![1];
+      const tries = failing.received.map((r) => JSON.parse(r.body)).filter((body) => body.data.backup_id === createdId);
+      assert.deepEqual(tries.map((body) => body.event), ['backup.succeeded'], 'the failing webhook was tried once, within the command\'s few seconds');
+      assert.ok(failing.received.some((r) => JSON.parse(r.body).data.backup_id === old.backup_id), 'and the command also tried what the earlier backup left due');
 
       // A backup that fails keeps its own error: FILE_WRITE_FAILED, exit 12.
       writeFileSync(path.join(dir, 'a-file'), '');
@@ -307,10 +309,14 @@ describe('notifications from the command line and the daemon', function () {
       assert.equal(failed.code, 12, failed.stderr);
       assert.equal(failed.stdout, '');
       assert.match(failed.stderr, /^Error: cannot create the backup directory .*a-file\/backups: a parent is not a directory \(FILE_WRITE_FAILED\)$/m);
-      assert.deepEqual(failed.stderr.split('\n').filter((line) => line.includes('was not delivered')).map((line) => line.replace(/ webhook "(\w+)".*/, ' $1')).sort(), [
-        'warning: backup.failed was not delivered to down',
-        'warning: backup.failed was not delivered to failing',
+      assert.deepEqual(failed.stderr.split('\n').filter((line) => line.includes(' is pending ')).map((line) => line.replace(/ webhook "(\w+)".*/, ' $1')).sort(), [
+        'warning: backup.failed to down',
+        'warning: backup.failed to failing',
       ]);
+      const outbox = await openDatabase(envHere.LICENSE_DATABASE_URL!);
+      const queued = await outbox.query("SELECT event, target, status FROM notification_deliveries WHERE status = 'pending' ORDER BY event, target").finally(() => outbox.close());
+      assert.deepEqual(queued.map((row) => `${row.event} ${row.target}`), ['backup.failed down', 'backup.failed failing', 'backup.succeeded down', 'backup.succeeded failing'],
+        'nothing is lost: the serve daemon or the next command retries them');
     });
 
     it('makes notifications test exit 15 (WEBHOOK_NOT_DELIVERED) after its table', async () => {
