@@ -180,6 +180,16 @@ export const ERROR_TABLE = {
     http: 502,
     hint: 'The table gives each webhook\'s HTTP status or connection error: check the receiver, and the URL with `license-server notifications show`.',
   },
+  EMAIL_NOT_DELIVERED: {
+    exit: EXIT.notDelivered,
+    http: 502,
+    hint: 'The table gives the SMTP server\'s answer or the connection error: check notifications.smtp.* (`license-server config show`) and the relay.',
+  },
+  SMTP_NOT_CONFIGURED: {
+    exit: EXIT.config,
+    http: 500,
+    hint: 'Set notifications.smtp.host and notifications.smtp.from (LICENSE_NOTIFICATIONS_SMTP_HOST, LICENSE_NOTIFICATIONS_SMTP_FROM); see docs/configuration.md.',
+  },
   LICENSE_FILE_MALFORMED: { exit: EXIT.licenseFile, http: 400, hint: 'Copy the file again from its source; it is damaged or not a .lic file.' },
   LICENSE_FILE_UNSUPPORTED_VERSION: { exit: EXIT.licenseFile, http: 400, hint: 'Upgrade license-server to read this file.' },
   SIGNATURE_INVALID: {

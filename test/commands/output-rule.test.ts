@@ -8,6 +8,7 @@ import { openDatabase } from '../../src/lib/storage/open.js';
 import { ok, runCli } from '../support/cli.js';
 import { strayTimes, strayTimesIn, unnamedRecords } from '../support/output-rule.js';
 import { startReceiver } from '../support/receiver.js';
+import { startSmtpServer, type SmtpTestServer } from '../support/smtp-server.js';
 
 /**
  * The output rule of README.md ("Output for scripts"), checked over every command that
@@ -46,6 +47,7 @@ describe('output for scripts: one rule over every command (README.md)', function
   let work: string;
   let env: Record<string, string>;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let smtp: SmtpTestServer;
   const cli = (args: readonly string[]) => runCli(args, { cwd: work, env });
   const json = async (...args: string[]) => ok(await cli([...args, '--json'])).json();
   const file = (name: string) => path.join(work, name);
@@ -70,6 +72,8 @@ describe('output for scripts: one rule over every command (README.md)', function
       LICENSE_SIGNING_KEY_ENCRYPTION_KEY: 'cd'.repeat(32),
     };
     receiver = await startReceiver();
+    smtp = await startSmtpServer();
+    env = { ...env, ...smtp.env() };
     ok(await cli(['init']));
     at.customer = (await json('customer', 'create', '--name', 'Initech')).id;
     at.spareCustomer = (await json('customer', 'create', '--name', 'Spare')).id;
@@ -110,6 +114,7 @@ describe('output for scripts: one rule over every command (README.md)', function
   });
   after(async () => {
     await receiver?.close();
+    await smtp?.close();
     rmSync(work, { recursive: true, force: true });
   });
 
@@ -151,7 +156,7 @@ describe('output for scripts: one rule over every command (README.md)', function
     'notifications preview': { argv: () => ['notifications', 'preview', '--event', 'license.checked_out'], piped: 'text' },
     'notifications set': { argv: () => ['notifications', 'set', '--file', file('notifications.yaml')], piped: 'text' },
     'notifications show': { argv: () => ['notifications', 'show'], piped: 'text' },
-    'notifications test': { argv: () => ['notifications', 'test'], piped: 'text' },
+    'notifications test': { argv: () => ['notifications', 'test', '--webhook', 'ops', '--email', 'ops@example.com'], piped: 'text' },
     serve: { skip: 'the daemon: it takes no --json (readme.test.ts), and its answers are checked by test/http/output-rule.test.ts' },
     'signing-key export': { argv: (run) => ['signing-key', 'export', at.activeKey, '--out', file(`export-${run}.p8`), '--passphrase-file', file('passphrase')], piped: 'text' },
     'signing-key import': { argv: (run) => ['signing-key', 'import', file(`escrow-${run}.p8`), '--passphrase-file', file('passphrase')], piped: 'text', records: one, idKey: 'key_id' },

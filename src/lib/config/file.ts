@@ -46,12 +46,13 @@ async function parseYaml(text: string, file: string): Promise<unknown> {
 }
 
 const KNOWN = new Set(SETTINGS.map((spec) => spec.key));
-const SECTIONS = new Set(SETTINGS.filter((spec) => spec.key.includes('.')).map((spec) => spec.key.split('.')[0]!));
+// Every proper prefix of a dotted key: `notifications` and `notifications.smtp` alike.
+const SECTIONS = new Set(SETTINGS.flatMap((spec) => spec.key.split('.').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('.'))));
 
 function flatten(data: Record<string, unknown>, prefix: string, out: Map<string, unknown>, file: string): void {
   for (const [name, value] of Object.entries(data)) {
     const key = prefix + name;
-    if (!prefix && SECTIONS.has(name)) {
+    if (SECTIONS.has(key)) {
       if (value === null) continue;
       if (!isPlainObject(value)) {
         throw new LicenseServerError('CONFIG_INVALID_VALUE', `${key} must be a mapping of settings (in ${file})`);

@@ -6,6 +6,8 @@ import { ADMIN_TOKEN_MIN_LENGTH, SETTINGS, type SettingSpec } from './schema.js'
 import { redactDatabaseUrl } from './redact.js';
 import { readConfigFile } from './file.js';
 import { describeFsError } from '../fs-errors.js';
+import type { SmtpSettings } from '../notifications/email.js';
+import { resolveSmtp } from './smtp.js';
 
 export interface Settings {
   readonly dataDir: string;
@@ -34,7 +36,15 @@ export interface Settings {
   readonly grace: { readonly hours: number };
   /** Seals private signing keys at rest (signing-keys/protection.ts) when set. */
   readonly signing: { readonly keyEncryptionKey: Buffer | undefined };
-  readonly notifications: { readonly allowLinkLocal: boolean };
+  readonly notifications: {
+    readonly allowLinkLocal: boolean;
+    /** Undefined when notifications.smtp.host is unset: no email is sent. */
+    readonly smtp: SmtpSettings | undefined;
+    readonly retry: { readonly firstDelaySeconds: number; readonly maxDelaySeconds: number; readonly giveUpHours: number };
+    readonly pruneAfterDays: number;
+    /** Sorted descending, e.g. [30, 7, 1]. */
+    readonly expiringSoonDays: readonly number[];
+  };
   readonly adminToken: string | undefined;
   readonly backup: {
     readonly enabled: boolean;
@@ -133,7 +143,17 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
     issuer: get('issuer'),
     grace: { hours: get('grace.hours') },
     signing: { keyEncryptionKey: get('signing.key_encryption_key') },
-    notifications: { allowLinkLocal: get('notifications.allow_link_local') },
+    notifications: {
+      allowLinkLocal: get('notifications.allow_link_local'),
+      smtp: resolveSmtp(values),
+      retry: {
+        firstDelaySeconds: get('notifications.retry_first_delay'),
+        maxDelaySeconds: get('notifications.retry_max_delay'),
+        giveUpHours: get('notifications.give_up_after'),
+      },
+      pruneAfterDays: get('notifications.prune_after_days'),
+      expiringSoonDays: parseDayList(get<string>('notifications.expiring_soon_days'))!,
+    },
     adminToken: get('admin_token'),
     backup: {
       enabled: get('backup.enabled'),
@@ -300,6 +320,19 @@ function convert(spec: SettingSpec, found: RawValue): SettingValue {
       if (typeof raw !== 'string' || !/^\S+(\s+\S+){4,5}$/.test(raw.trim())) return invalid('a cron expression such as "0 2 * * *"');
       return raw.trim();
     }
+    case 'choice': {
+      const choices = spec.choices ?? [];
+      const text = typeof raw === 'string' ? raw.trim().toLowerCase() : undefined;
+      if (text === undefined || !choices.includes(text)) return invalid(`one of ${choices.join(', ')}`);
+      return text;
+    }
+    case 'day-list': {
+      // YAML may give a single number (7) or a list ([30, 7, 1]) as well as the text form.
+      const text = typeof raw === 'number' ? String(raw) : Array.isArray(raw) ? raw.join(',') : raw;
+      const days = typeof text === 'string' ? parseDayList(text) : undefined;
+      if (!days) return invalid('distinct whole days from 1 to 365, comma-separated, such as "30,7,1"');
+      return days.join(',');
+    }
     case 'backup-key': {
       if (typeof raw !== 'string') return invalid('32 bytes given as 64 hex digits or as Base64', false);
       const key = decodeKey(raw.trim());
@@ -307,6 +340,15 @@ function convert(spec: SettingSpec, found: RawValue): SettingValue {
       return key;
     }
   }
+}
+
+/** "30, 7,1" -> [30, 7, 1]: distinct whole days 1-365, sorted descending; undefined if not that. */
+export function parseDayList(text: string): number[] | undefined {
+  const parts = text.split(',').map((part) => part.trim());
+  if (!parts.every((part) => /^\d{1,3}$/.test(part))) return undefined;
+  const days = parts.map(Number);
+  if (days.some((day) => day < 1 || day > 365) || new Set(days).size !== days.length) return undefined;
+  return days.sort((a, b) => b - a);
 }
 
 /** 64 hex digits, or standard/URL-safe Base64 of exactly 32 bytes. */

@@ -3,7 +3,7 @@
  * command-line flag, its type and its default. docs/configuration.md mirrors this table and
  * test/lib/config/docs.test.ts keeps the two in step.
  */
-export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron';
+export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron' | 'choice' | 'day-list';
 
 export interface SettingSpec {
   readonly key: string;
@@ -13,6 +13,8 @@ export interface SettingSpec {
   readonly min?: number;
   readonly max?: number;
   readonly secret?: boolean;
+  /** The accepted values of a 'choice'. */
+  readonly choices?: readonly string[];
   /** Defaults may depend on the data directory; relative results resolve against the cwd. */
   readonly default?: (dataDir: string) => string | number | boolean;
   readonly description: string;
@@ -161,6 +163,112 @@ export const SETTINGS: readonly SettingSpec[] = [
     type: 'boolean',
     default: () => false,
     description: 'Lets webhooks go to link-local addresses (169.254.0.0/16, fe80::/10), which are refused by default.',
+  },
+  {
+    key: 'notifications.smtp.host',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_HOST',
+    type: 'string',
+    description: 'SMTP server (relay) that sends email notifications; unset: no email is sent.',
+  },
+  {
+    key: 'notifications.smtp.port',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_PORT',
+    type: 'integer',
+    min: 1,
+    max: 65535,
+    // No fixed default: it follows notifications.smtp.tls (465, 587 or 25), see resolve.ts.
+    description: 'Port of the SMTP server; unset: 465 for implicit TLS, 587 for STARTTLS, 25 for none.',
+  },
+  {
+    key: 'notifications.smtp.tls',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_TLS',
+    type: 'choice',
+    choices: ['starttls', 'implicit', 'none'],
+    default: () => 'starttls',
+    description: 'starttls (STARTTLS required), implicit (TLS from the first byte) or none (only to a loopback host).',
+  },
+  {
+    key: 'notifications.smtp.user',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_USER',
+    type: 'string',
+    description: 'User name for SMTP AUTH; unset: no authentication.',
+  },
+  {
+    key: 'notifications.smtp.password',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_PASSWORD',
+    type: 'string',
+    secret: true,
+    description: 'Password for SMTP AUTH (or notifications.smtp.password_file, not both).',
+  },
+  {
+    key: 'notifications.smtp.password_file',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_PASSWORD_FILE',
+    type: 'path',
+    description: 'File holding the SMTP password, read at each send so that a rotated file counts.',
+  },
+  {
+    key: 'notifications.smtp.from',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_FROM',
+    type: 'string',
+    description: 'From address of email notifications; required with notifications.smtp.host.',
+  },
+  {
+    key: 'notifications.smtp.connect_timeout',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_CONNECT_TIMEOUT',
+    type: 'integer',
+    min: 1,
+    max: 300,
+    default: () => 10,
+    description: 'Seconds to wait for the SMTP server to connect, greet, and answer each command.',
+  },
+  {
+    key: 'notifications.smtp.ca_file',
+    env: 'LICENSE_NOTIFICATIONS_SMTP_CA_FILE',
+    type: 'path',
+    description: 'PEM CA certificate(s) trusted for the SMTP server besides the system ones.',
+  },
+  {
+    key: 'notifications.retry_first_delay',
+    env: 'LICENSE_NOTIFICATIONS_RETRY_FIRST_DELAY',
+    type: 'integer',
+    min: 1,
+    max: 86400,
+    default: () => 30,
+    description: 'Seconds before the first retry of a failed delivery; each further retry waits twice as long.',
+  },
+  {
+    key: 'notifications.retry_max_delay',
+    env: 'LICENSE_NOTIFICATIONS_RETRY_MAX_DELAY',
+    type: 'integer',
+    min: 1,
+    max: 86400,
+    default: () => 3600,
+    description: 'Longest wait, in seconds, between two retries of a delivery.',
+  },
+  {
+    key: 'notifications.give_up_after',
+    env: 'LICENSE_NOTIFICATIONS_GIVE_UP_AFTER',
+    type: 'integer',
+    min: 1,
+    max: 720,
+    default: () => 24,
+    description: 'Hours after which a delivery that keeps failing is given up.',
+  },
+  {
+    key: 'notifications.prune_after_days',
+    env: 'LICENSE_NOTIFICATIONS_PRUNE_AFTER_DAYS',
+    type: 'integer',
+    min: 1,
+    max: 36500,
+    default: () => 30,
+    description: 'Days after which finished deliveries are deleted.',
+  },
+  {
+    key: 'notifications.expiring_soon_days',
+    env: 'LICENSE_NOTIFICATIONS_EXPIRING_SOON_DAYS',
+    type: 'day-list',
+    default: () => '30,7,1',
+    description: 'Days before valid_until at which license.expiring_soon fires: distinct whole days 1-365, comma-separated.',
   },
   {
     key: 'admin_token',
