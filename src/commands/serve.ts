@@ -110,7 +110,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const [{ delivererFor }, { onRaised }] = await Promise.all([import('../lib/notifications/from-config.js'), import('../lib/notifications/outbox.js')]);
       const deliverer = delivererFor(() => current.db, () => current.config, log);
       const stopWaking = onRaised(() => deliverer.wake());
-      deliverer.start({ pruneAfterDays: () => 30 });
+      deliverer.start({ pruneAfterDays: () => current.config.settings.notifications.pruneAfterDays });
       const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
       const app = createApp({ state, log, toolVersion: this.config.version, scheduler });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });

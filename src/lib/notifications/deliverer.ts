@@ -90,8 +90,8 @@ interface Claimed {
   readonly retry_from: string;
 }
 
-/** Rows claimed per round: small, so that one slow receiver holds few others back. */
-const CLAIM_BATCH = 16;
+/** Attempts in flight at once, per process. */
+const CONCURRENCY = 16;
 
 /**
  * Sends what the outbox holds (outbox.ts): claims due deliveries, makes one attempt at each,
@@ -123,27 +123,39 @@ export class Deliverer {
   }
 
   /**
-   * One round: claims due deliveries (only `ids` when given) until none is left or the
-   * deadline passes, attempting each once. Returns the outcome of every attempt made.
+   * One round: claims due deliveries (only `ids` when given) and attempts each once, up to
+   * CONCURRENCY at a time, claiming more as attempts end and as new ones come due, until none
+   * is left or the deadline passes. A receiver that hangs holds one slot until its timeout,
+   * not the others. Returns the outcome of every attempt made.
    */
   async deliverDue(options: { readonly ids?: readonly string[]; readonly deadline?: number } = {}): Promise<DeliveryOutcome[]> {
     const outcomes: DeliveryOutcome[] = [];
     const done = new Set<string>();
+    const inFlight = new Map<string, Promise<void>>();
     while (options.deadline === undefined || Date.now() < options.deadline) {
-      const ids = options.ids?.filter((id) => !done.has(id));
-      if (ids !== undefined && ids.length === 0) break;
-      const claimed = await this.claim(ids);
-      if (claimed.length === 0) break;
-      const results = await Promise.all(claimed.map((delivery) => this.attempt(delivery, options.deadline)));
-      for (const result of results) {
-        done.add(result.id);
-        outcomes.push(result);
+      const free = CONCURRENCY - inFlight.size;
+      let claimed: Claimed[] = [];
+      if (free > 0) {
+        const ids = options.ids?.filter((id) => !done.has(id) && !inFlight.has(id));
+        if (ids === undefined || ids.length > 0) claimed = await this.claim(ids, free);
       }
+      for (const delivery of claimed) {
+        inFlight.set(delivery.id, this.attempt(delivery, options.deadline).then((outcome) => {
+          done.add(outcome.id);
+          outcomes.push(outcome);
+        }).finally(() => inFlight.delete(delivery.id)));
+      }
+      if (inFlight.size === 0) break;
+      // An attempt ending frees a slot; with slots free, look again shortly for new ones.
+      const waits: Array<Promise<unknown>> = [...inFlight.values()];
+      if (CONCURRENCY - inFlight.size > 0) waits.push(new Promise((resolve) => setTimeout(resolve, 250).unref()));
+      await Promise.race(waits);
     }
+    await Promise.all(inFlight.values());
     return outcomes;
   }
 
-  private async claim(ids: readonly string[] | undefined): Promise<Claimed[]> {
+  private async claim(ids: readonly string[] | undefined, limit: number): Promise<Claimed[]> {
     const db = this.options.database();
     const at = this.now();
     const filter = ids === undefined ? '' : ` AND id IN (${ids.map(() => '?').join(', ')})`;
@@ -153,7 +165,7 @@ export class Deliverer {
         `UPDATE notification_deliveries SET claimed_by = ?, claimed_until = ?
          WHERE id IN (SELECT id FROM notification_deliveries
                       WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?)${filter}
-                      ORDER BY next_attempt_at LIMIT ${CLAIM_BATCH}${lock})
+                      ORDER BY next_attempt_at LIMIT ${Math.max(1, Math.floor(limit))}${lock})
          RETURNING id, event_id, event, occurred_at, data, channel, target, attempts, retry_from`,
         [this.owner, new Date(at.getTime() + this.leaseMs()).toISOString(), at.toISOString(), at.toISOString(), ...(ids ?? [])],
       ),

@@ -1,6 +1,6 @@
 import type { ResolvedConfig } from '../config/resolve.js';
 import type { Database } from '../storage/types.js';
-import { DEFAULT_RETRY, Deliverer, type EmailSender } from './deliverer.js';
+import { Deliverer, type EmailSender } from './deliverer.js';
 
 /**
  * The deliverer for a configuration: its issuer, retry schedule, link-local rule and SMTP
@@ -11,13 +11,19 @@ export function delivererFor(database: () => Database, config: () => ResolvedCon
   return new Deliverer({
     database,
     server: () => config().settings.issuer,
-    retry: () => DEFAULT_RETRY,
+    retry: () => config().settings.notifications.retry,
     email: () => emailSender(config()),
     allowLinkLocal: () => config().settings.notifications.allowLinkLocal,
     log,
   });
 }
 
-function emailSender(_config: ResolvedConfig): EmailSender | undefined {
-  return undefined;
+function emailSender(config: ResolvedConfig): EmailSender | undefined {
+  const smtp = config.settings.notifications.smtp;
+  if (!smtp) return undefined;
+  // nodemailer loads only when an email is sent.
+  return async (message) => {
+    const { sendEmail } = await import('./email.js');
+    await sendEmail(smtp, message);
+  };
 }

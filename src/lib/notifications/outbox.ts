@@ -30,8 +30,9 @@ export function onRaised(listener: RaisedListener): () => void {
  * matches, which one small query finds out: most events, every checkout, match none).
  *
  * `data` is stored as the JSON text the webhook body will carry, byte for byte on every
- * retry. A rule sending to `customer` is resolved now, from `data.customer_id` or the
- * license of `data.license_id`: the address at the time of the event. With no address known
+ * retry. The event's customer (from `data.customer_id`, or the license of `data.license_id`)
+ * adds `customer_id` and `customer_name` to data that lacks them, and is where a rule
+ * sending to `customer` sends: the address at the time of the event. With no address known
  * the delivery is recorded as failed, so that `notifications deliveries --failed` shows it.
  */
 export async function raiseEvent(
@@ -52,11 +53,12 @@ export async function raiseEvent(
     seen.add(key);
     targets.push({ channel, target, ...(failure === undefined ? {} : { failure }) });
   };
+  // The customer, for `email: customer` and for templates: looked up only when a rule matched.
+  const customer = await customerOf(tx, data);
   for (const rule of rules) {
     if (rule.webhook && enabledHooks.has(rule.webhook)) add('webhook', rule.webhook);
     if (rule.email === CUSTOMER_RECIPIENT) {
-      const address = await customerEmail(tx, data);
-      if (address) add('email', address);
+      if (customer?.email) add('email', customer.email);
       else add('email', CUSTOMER_RECIPIENT, NO_CUSTOMER_EMAIL);
     } else if (rule.email) {
       add('email', rule.email);
@@ -65,7 +67,7 @@ export async function raiseEvent(
   if (targets.length === 0) return [];
   const at = now(context).toISOString();
   const eventId = randomUUID();
-  const body = JSON.stringify(data);
+  const body = JSON.stringify(customer && data.customer_name === undefined ? { ...data, customer_id: customer.id, customer_name: customer.name } : data);
   const ids: string[] = [];
   for (const target of targets) {
     const id = randomUUID();
@@ -81,12 +83,15 @@ export async function raiseEvent(
   return ids;
 }
 
-async function customerEmail(tx: Queryable, data: Record<string, unknown>): Promise<string | undefined> {
-  let rows: Array<Record<string, unknown>> = [];
+/** The event's customer: `data.customer_id`, or the customer of the license `data.license_id`. */
+async function customerOf(tx: Queryable, data: Record<string, unknown>): Promise<{ id: string; name: string; email: string | undefined } | undefined> {
   // Ids come from the server's own records, but a malformed one must not fail the change it reports.
   const uuid = (value: unknown) => typeof value === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-  if (uuid(data.customer_id)) rows = await tx.query('SELECT email FROM customers WHERE id = ?', [String(data.customer_id)]);
-  else if (uuid(data.license_id)) rows = await tx.query('SELECT c.email FROM licenses l JOIN customers c ON c.id = l.customer_id WHERE l.id = ?', [String(data.license_id)]);
-  const email = rows[0]?.email;
-  return typeof email === 'string' && email.length > 0 ? email : undefined;
+  let rows: Array<Record<string, unknown>> = [];
+  if (uuid(data.customer_id)) rows = await tx.query('SELECT id, name, email FROM customers WHERE id = ?', [String(data.customer_id)]);
+  else if (uuid(data.license_id)) rows = await tx.query('SELECT c.id, c.name, c.email FROM licenses l JOIN customers c ON c.id = l.customer_id WHERE l.id = ?', [String(data.license_id)]);
+  const row = rows[0];
+  if (!row) return undefined;
+  const email = typeof row.email === 'string' && row.email.length > 0 ? row.email : undefined;
+  return { id: String(row.id), name: String(row.name), email };
 }
