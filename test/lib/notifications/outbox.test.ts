@@ -71,7 +71,7 @@ forEachEngine('the notification outbox', (fixture) => {
     assert.deepEqual((await rows()).map((row) => [row.status, row.target, row.last_error]), [['failed', 'customer', NO_CUSTOMER_EMAIL]]);
     await db.execute('UPDATE customers SET email = ? WHERE id = ?', ['buyer@acme.test', customer.id]);
     await db.transaction((tx) => raiseEvent(tx, 'license.checked_out', { license_id: license.id }));
-    assert.deepEqual((await rows()).slice(1).map((row) => [row.status, row.target]), [['pending', 'buyer@acme.test']]);
+    assert.deepEqual((await rows()).filter((row) => row.status === 'pending').map((row) => [row.status, row.target]), [['pending', 'buyer@acme.test']]);
   });
 
   it('retries a receiver that answers 500 on the backoff schedule, then delivers exactly once', async () => {
