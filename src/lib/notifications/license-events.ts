@@ -10,13 +10,13 @@ import { hasEnabledRuleFor, type EventName } from './settings.js';
  * prefix only: the whole key is a credential, and a webhook body or an email is not the
  * place for one. `customer_id` is what a rule sending to `customer` resolves.
  */
-export interface LicenseEventFields {
+export type LicenseEventFields = {
   readonly license_id: string;
   readonly customer_id: string;
   readonly customer_name: string;
   readonly license_key_prefix: string;
   readonly valid_until: string;
-}
+};
 
 export function licenseFields(license: {
   readonly id: string;
