@@ -98,7 +98,7 @@ export async function updateLicense(db: Database, reference: string, update: Lic
     }
     await recordAudit(tx, context, { action: 'license.updated', entityType: 'license', entityId: before.id, details: { changes } });
     const license = await getLicense(tx, before.id, { seatsAt: at });
-    await raiseEvent(tx, 'license.updated', { ...licenseFields(license), changes, actor: context.actor }, context);
+    await raiseEvent(tx, 'license.updated', { ...licenseFields(license), changes, summary: summarizeChanges(changes), actor: context.actor }, context);
     return { license, changes, warnings };
   });
 }
@@ -217,4 +217,10 @@ export async function renewLicense(db: Database, reference: string, renewal: Ren
     await raiseEvent(tx, 'license.renewed', { ...licenseFields(license), previous_valid_until: before.valid_until, actor: context.actor }, context);
     return { license, changes, warnings: [] };
   });
+}
+
+/** The changes in one line for an email (`max_machines: 3 -> 5; valid_until: ... -> ...`); webhooks get them whole. */
+function summarizeChanges(changes: Readonly<Record<string, { readonly before: unknown; readonly after: unknown }>>): string {
+  const shown = (value: unknown) => (value === null ? 'none' : typeof value === 'object' ? JSON.stringify(value) : String(value));
+  return Object.entries(changes).map(([field, { before, after }]) => `${field}: ${shown(before)} -> ${shown(after)}`).join('; ');
 }
