@@ -1,3 +1,4 @@
+import { unindexedBoolean } from '../paging.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 import { LICENSE_FIELD_COLUMNS, licenseFieldsOfRow } from './license-events.js';
@@ -81,23 +82,38 @@ interface Due {
   readonly data: Record<string, unknown>;
 }
 
+/**
+ * One batch of the active licenses (of active customers) with valid_until up to `upper`:
+ * the first after the moment `after` (exclusive), or the next after a cursor. Exported for
+ * the query-plan test: it must read the index licenses_valid_until, never the whole table.
+ */
+export function deadlineBatchQuery(
+  upper: string,
+  start: { readonly after: string } | { readonly validUntil: string; readonly id: string },
+  batchSize: number,
+): { sql: string; params: SqlValue[] } {
+  const params: SqlValue[] = [upper, true, true];
+  // Most licenses and customers are active: SQLite would otherwise walk an index on active and sort.
+  // The >= bound lets the index start at the cursor; the OR only skips the ids already seen at it.
+  const from = 'after' in start
+    ? (params.push(start.after), 'l.valid_until > ?')
+    : (params.push(start.validUntil, start.validUntil, start.id), 'l.valid_until >= ? AND (l.valid_until > ? OR l.id > ?)');
+  return {
+    sql: `SELECT ${LICENSE_FIELD_COLUMNS} FROM licenses l JOIN customers c ON c.id = l.customer_id
+       WHERE l.valid_until <= ? AND ${unindexedBoolean('l.active')} = ? AND ${unindexedBoolean('c.active')} = ? AND ${from}
+       ORDER BY l.valid_until, l.id LIMIT ?`,
+    params: [...params, batchSize],
+  };
+}
+
 /** Handles the active licenses with valid_until in (from, to], in batches by (valid_until, id). */
 async function scanRange(db: Database, now: Date, from: number, to: number, batchSize: number, due: (row: Row) => Due): Promise<number> {
   const upper = new Date(to).toISOString();
   let cursor: { validUntil: string; id: string } | undefined;
   let raised = 0;
   for (;;) {
-    const params: SqlValue[] = [upper, true, true];
-    // The >= bound lets the index start at the cursor; the OR only skips the ids already seen at it.
-    const after = cursor
-      ? (params.push(cursor.validUntil, cursor.validUntil, cursor.id), 'l.valid_until >= ? AND (l.valid_until > ? OR l.id > ?)')
-      : (params.push(new Date(from).toISOString()), 'l.valid_until > ?');
-    const rows = await db.query(
-      `SELECT ${LICENSE_FIELD_COLUMNS} FROM licenses l JOIN customers c ON c.id = l.customer_id
-       WHERE l.valid_until <= ? AND l.active = ? AND c.active = ? AND ${after}
-       ORDER BY l.valid_until, l.id LIMIT ?`,
-      [...params, batchSize],
-    );
+    const query = deadlineBatchQuery(upper, cursor ?? { after: new Date(from).toISOString() }, batchSize);
+    const rows = await db.query(query.sql, query.params);
     if (rows.length === 0) return raised;
     const last = rows[rows.length - 1]!;
     cursor = { validUntil: asIso(last.valid_until), id: String(last.id) };
