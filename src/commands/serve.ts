@@ -112,6 +112,9 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const stopWaking = onRaised(() => deliverer.wake());
       deliverer.start({ pruneAfterDays: () => current.config.settings.notifications.pruneAfterDays });
       const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
+      // license.expiring_soon and license.expired: on every daemon; each round runs on one of them.
+      const { LicenseClockScheduler, SYSTEM_CLOCK, expiringSoonDays } = await import('../lib/notifications/license-clock-scheduler.js');
+      const licenseClock = new LicenseClockScheduler({ database: () => current.db, clock: SYSTEM_CLOCK, windows: () => expiringSoonDays(current.config.settings), log });
       const app = createApp({ state, log, toolVersion: this.config.version, scheduler });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
@@ -120,8 +123,9 @@ On first start it creates the signing key and, when no admin token exists, a boo
           log({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal });
           process.once(signal, () => process.exit(1));
           scheduler?.stop();
+          licenseClock.stop();
           stopWaking();
-          void server.shutdown().then(() => scheduler?.idle()).then(() => deliverer.stop(3000)).then(() => resolve());
+          void server.shutdown().then(() => scheduler?.idle()).then(() => licenseClock.idle()).then(() => deliverer.stop(3000)).then(() => resolve());
         };
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
@@ -136,6 +140,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       ].join('\n'));
       // The catch-up of a missed backup runs while the daemon already serves.
       void scheduler?.start().catch((error: unknown) => log({ level: 'error', msg: 'backup scheduler failed to start', error: String(error) }));
+      void licenseClock.start();
       await stopped;
       // A delivery attempt still waiting for its receiver must not hold the process past its shutdown.
       setTimeout(() => process.exit(process.exitCode ?? 0), 200);

@@ -6,28 +6,75 @@ import type { Keyset } from './cursor.js';
 import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from './paging.js';
 import type { Database, Queryable, Row } from './storage/types.js';
 import { asBool, asIso } from './storage/values.js';
-import { parseUuid, requireNonEmpty } from './validate.js';
+import { describe, parseUuid, requireNonEmpty } from './validate.js';
 
 export interface Customer {
   readonly id: string;
   readonly name: string;
   readonly active: boolean;
+  /** Where rules sending to `customer` send its notifications (expiring-soon reminders); null: none. */
+  readonly email: string | null;
   readonly created_at: string;
   readonly updated_at: string;
 }
 
-const COLUMNS = 'id, name, active, created_at, updated_at';
+const COLUMNS = 'id, name, active, email, created_at, updated_at';
 
-export async function createCustomer(db: Database, input: { name: string }, context: OperationContext): Promise<Customer> {
+/** The longest email address SMTP carries (RFC 5321: 64 + 1 + 255). */
+const MAX_EMAIL_LENGTH = 320;
+
+/**
+ * One plain address, `local@domain`: no display name, no list, no whitespace or control
+ * character, so that it can only ever be one recipient and never start a header of its own.
+ */
+export function parseCustomerEmail(value: string): string {
+  if (value.length > MAX_EMAIL_LENGTH || !/^[^\s\u0000-\u001f\u007f@,;<>"()[\]\\]+@[^\s\u0000-\u001f\u007f@,;<>"()[\]\\]+$/.test(value)) {
+    throw new LicenseServerError('INVALID_INPUT', `email must be one plain address such as billing@example.com, at most ${MAX_EMAIL_LENGTH} characters, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** An empty email means none. */
+function emailOrNull(value: string | null | undefined): string | null {
+  return value === undefined || value === null || value === '' ? null : parseCustomerEmail(value);
+}
+
+export async function createCustomer(db: Database, input: { name: string; email?: string | null }, context: OperationContext): Promise<Customer> {
   const name = requireNonEmpty(input.name, 'customer name');
+  const email = emailOrNull(input.email);
   const at = now(context).toISOString();
   const id = randomUUID();
   return db.transaction(async (tx) => {
-    await tx.execute('INSERT INTO customers (id, name, active, created_at, updated_at) VALUES (?, ?, ?, ?, ?)', [
-      id, name, true, at, at,
+    await tx.execute('INSERT INTO customers (id, name, active, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+      id, name, true, email, at, at,
     ]);
-    await recordAudit(tx, context, { action: 'customer.created', entityType: 'customer', entityId: id, details: { name } });
+    await recordAudit(tx, context, { action: 'customer.created', entityType: 'customer', entityId: id, details: { name, ...(email === null ? {} : { email }) } });
     return getCustomer(tx, id);
+  });
+}
+
+export interface CustomerUpdate {
+  readonly name?: string;
+  /** null or '' removes the address. */
+  readonly email?: string | null;
+}
+
+/** Changes a customer's name or contact email; audited with what changed, when anything did. */
+export async function updateCustomer(db: Database, id: string, update: CustomerUpdate, context: OperationContext): Promise<Customer> {
+  const customerId = parseUuid(id, 'customer id');
+  const name = update.name === undefined ? undefined : requireNonEmpty(update.name, 'customer name');
+  const email = update.email === undefined ? undefined : emailOrNull(update.email);
+  return db.transaction(async (tx) => {
+    const before = await getCustomer(tx, customerId);
+    const changes: Record<string, { before: unknown; after: unknown }> = {};
+    if (name !== undefined && name !== before.name) changes.name = { before: before.name, after: name };
+    if (email !== undefined && email !== before.email) changes.email = { before: before.email, after: email };
+    if (Object.keys(changes).length === 0) return before;
+    await tx.execute('UPDATE customers SET name = ?, email = ?, updated_at = ? WHERE id = ?', [
+      name ?? before.name, email === undefined ? before.email : email, now(context).toISOString(), customerId,
+    ]);
+    await recordAudit(tx, context, { action: 'customer.updated', entityType: 'customer', entityId: customerId, details: { changes } });
+    return getCustomer(tx, customerId);
   });
 }
 
@@ -83,6 +130,7 @@ function toCustomer(row: Row): Customer {
     id: String(row.id),
     name: String(row.name),
     active: asBool(row.active),
+    email: row.email === null || row.email === undefined ? null : String(row.email),
     created_at: asIso(row.created_at),
     updated_at: asIso(row.updated_at),
   };

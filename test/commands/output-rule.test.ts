@@ -134,6 +134,7 @@ describe('output for scripts: one rule over every command (README.md)', function
     'customer deactivate': { argv: () => ['customer', 'deactivate', at.spareCustomer], piped: 'text', records: one },
     'customer list': { argv: () => ['customer', 'list'], piped: 'text', records: each },
     'customer show': { argv: () => ['customer', 'show', at.customer], piped: 'text', records: one },
+    'customer update': { argv: (run) => ['customer', 'update', at.spareCustomer, '--email', `${run}@spare.example`], piped: 'text', records: one },
     'entitlement create': { argv: (run) => ['entitlement', 'create', '--code', `made.${run}`, '--name', 'Made'], piped: 'id', records: one, listedBy: ['entitlement', 'list'] },
     'entitlement list': { argv: () => ['entitlement', 'list'], piped: 'text', records: each },
     init: { argv: () => ['init'], piped: 'text' },

@@ -45,6 +45,7 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'POST /api/customers': { method: 'POST', path: () => '/api/customers', body: () => ({ name: 'Initech' }), records: one },
     'GET /api/customers': { method: 'GET', path: () => '/api/customers', records: each },
     'GET /api/customers/{id}': { method: 'GET', path: () => `/api/customers/${at.customer}`, records: one },
+    'PATCH /api/customers/{id}': { method: 'PATCH', path: () => `/api/customers/${at.customer}`, body: () => ({ email: 'billing@initech.example' }), records: one },
     'POST /api/customers/{id}/deactivate': { method: 'POST', path: () => `/api/customers/${at.customer}/deactivate`, records: one },
     'POST /api/customers/{id}/activate': { method: 'POST', path: () => `/api/customers/${at.customer}/activate`, records: one },
     'POST /api/entitlements': { method: 'POST', path: () => '/api/entitlements', body: () => ({ code: 'seats', name: 'Seats' }), records: one },

@@ -19,6 +19,7 @@ export default class CustomerList extends BaseCommand<typeof CustomerList> {
         { header: 'ID', value: (c) => c.id },
         { header: 'NAME', value: (c) => c.name },
         { header: 'ACTIVE', value: (c) => c.active },
+        { header: 'EMAIL', value: (c) => c.email ?? '-' },
         { header: 'CREATED', value: (c) => c.created_at },
       ]),
     );

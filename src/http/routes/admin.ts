@@ -1,6 +1,6 @@
 import type { RouteDependencies } from '../app.js';
 import { listAuditPage } from '../../lib/audit.js';
-import { createCustomer, listCustomersPage, setCustomerActive } from '../../lib/customers.js';
+import { createCustomer, listCustomersPage, setCustomerActive, updateCustomer } from '../../lib/customers.js';
 import { createEntitlement, listEntitlementsPage } from '../../lib/licensing/entitlements.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { createLicense, listLicensesPage, setLicenseActive } from '../../lib/licensing/licenses.js';
@@ -68,11 +68,26 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'licenses',
       handle: async ({ body, actor }) => {
-        expectFields(body, ['name']);
-        return { status: 201, json: await createCustomer(deps.db, { name: asString(body.name, 'name') }, context(actor)) };
+        expectFields(body, ['name'], ['email']);
+        return { status: 201, json: await createCustomer(deps.db, { name: asString(body.name, 'name'), email: asOptionalEmail(body.email) }, context(actor)) };
       },
     },
     { method: 'GET', path: '/api/customers/:id', access: 'admin', scope: 'read', handle: async ({ params }) => ({ json: await getCustomerSummary(deps.db, params.id!, now()) }) },
+    {
+      method: 'PATCH',
+      path: '/api/customers/:id',
+      access: 'admin',
+      scope: 'licenses',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, [], ['name', 'email']);
+        return {
+          json: await updateCustomer(deps.db, params.id!, {
+            ...(body.name === undefined ? {} : { name: asString(body.name, 'name') }),
+            ...(body.email === undefined ? {} : { email: asOptionalEmail(body.email) }),
+          }, context(actor)),
+        };
+      },
+    },
     ...(['activate', 'deactivate'] as const).map((verb): Route => ({
       method: 'POST',
       path: `/api/customers/:id/${verb}`,
@@ -192,5 +207,12 @@ function wantsOctetStream(accept: string): boolean {
 function asOptionalBoolean(value: unknown, name: string): boolean | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'boolean') throw new LicenseServerError('INVALID_INPUT', `${name} must be true or false`);
+  return value;
+}
+
+/** A contact email: a string, or null (or "") for none. */
+function asOptionalEmail(value: unknown): string | null | undefined {
+  if (value === undefined || value === null) return value;
+  if (typeof value !== 'string') throw new LicenseServerError('INVALID_INPUT', 'email must be a string or null');
   return value;
 }

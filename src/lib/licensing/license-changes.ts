@@ -1,6 +1,8 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
+import { licenseFields } from '../notifications/license-events.js';
+import { raiseEvent } from '../notifications/outbox.js';
 import type { Database, Queryable, SqlValue } from '../storage/types.js';
 import { describe, truncateToSeconds } from '../validate.js';
 import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
@@ -95,7 +97,9 @@ export async function updateLicense(db: Database, reference: string, update: Lic
       }
     }
     await recordAudit(tx, context, { action: 'license.updated', entityType: 'license', entityId: before.id, details: { changes } });
-    return { license: await getLicense(tx, before.id, { seatsAt: at }), changes, warnings };
+    const license = await getLicense(tx, before.id, { seatsAt: at });
+    await raiseEvent(tx, 'license.updated', { ...licenseFields(license), changes, summary: summarizeChanges(changes), actor: context.actor }, context);
+    return { license, changes, warnings };
   });
 }
 
@@ -209,6 +213,14 @@ export async function renewLicense(db: Database, reference: string, renewal: Ren
       entityId: before.id,
       details: { changes, ...(span !== undefined ? { by: (renewal as { by: string }).by } : {}) },
     });
-    return { license: await getLicense(tx, before.id, { seatsAt: at }), changes, warnings: [] };
+    const license = await getLicense(tx, before.id, { seatsAt: at });
+    await raiseEvent(tx, 'license.renewed', { ...licenseFields(license), previous_valid_until: before.valid_until, actor: context.actor }, context);
+    return { license, changes, warnings: [] };
   });
+}
+
+/** The changes in one line for an email (`max_machines: 3 -> 5; valid_until: ... -> ...`); webhooks get them whole. */
+function summarizeChanges(changes: Readonly<Record<string, { readonly before: unknown; readonly after: unknown }>>): string {
+  const shown = (value: unknown) => (value === null ? 'none' : typeof value === 'object' ? JSON.stringify(value) : String(value));
+  return Object.entries(changes).map(([field, { before, after }]) => `${field}: ${shown(before)} -> ${shown(after)}`).join('; ');
 }

@@ -4,6 +4,8 @@ import { now, type OperationContext } from '../context.js';
 import { getCustomer } from '../customers.js';
 import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
 import { LicenseServerError } from '../errors.js';
+import { licenseFields } from '../notifications/license-events.js';
+import { raiseEvent } from '../notifications/outbox.js';
 import { generateLicenseKey, licenseKeyPrefix, normalizeLicenseKey } from './license-key.js';
 import type { Keyset } from '../cursor.js';
 import { pageQuery, pageRows, unindexedBoolean, unindexedText, type ListPage, type Page, type PageQuery } from '../paging.js';
@@ -167,7 +169,16 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
             ...(Object.keys(metadata).length ? { metadata } : {}),
           },
         });
-        return getLicense(tx, id);
+        const license = await getLicense(tx, id);
+        await raiseEvent(tx, 'license.created', {
+          ...licenseFields(license),
+          type,
+          valid_from: license.valid_from,
+          max_machines: maxMachines,
+          entitlements: license.entitlements.map((entitlement) => ({ code: entitlement.code, usage_limit: entitlement.usage_limit })),
+          actor: context.actor,
+        }, context);
+        return license;
       });
     } catch (error) {
       // A 140-bit key colliding is all but impossible; retrying costs nothing if it does.
@@ -275,7 +286,9 @@ export async function setLicenseActive(db: Database, reference: string, active: 
       entityType: 'license',
       entityId: before.id,
     });
-    return getLicense(tx, before.id);
+    const after = await getLicense(tx, before.id);
+    if (!active) await raiseEvent(tx, 'license.deactivated', { ...licenseFields(after), actor: context.actor }, context);
+    return after;
   });
 }
 

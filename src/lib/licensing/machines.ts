@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
+import { raiseLicenseEvent } from '../notifications/license-events.js';
 import type { Keyset } from '../cursor.js';
 import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Database, Engine, Queryable, Row, SqlValue } from '../storage/types.js';
@@ -145,6 +146,13 @@ export async function admitMachine(
         entityId: id,
         details: { license_id: license.id, hardware_id: request.hardwareId, name: request.name ?? null, client_version: request.clientVersion ?? null },
       });
+      await raiseLicenseEvent(tx, 'machine.activated', license.id, {
+        machine_id: id,
+        hardware_id: request.hardwareId,
+        machine_name: request.name ?? null,
+        client_version: request.clientVersion ?? null,
+        actor: context.actor,
+      }, context);
       const machine = await getMachineRow(tx, id);
       return { admitted: true, machine: toMachine(machine, at), leaseExpiresAt: leaseUntil, created: true };
     }

@@ -5,6 +5,7 @@ import { encodeGraceToken } from './grace-token.js';
 import { getLicense, getLicenseWithMachine, type License } from './licenses.js';
 import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
 import { admitMachine, releaseLease } from './machines.js';
+import { noteMachineRefusal, type MachineRefusal } from '../notifications/machine-refusals.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
 import { getSigner } from '../signing-keys/signer.js';
 import type { Database, Queryable } from '../storage/types.js';
@@ -94,11 +95,17 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
     }, context, probe);
     if (!admission.admitted) {
       probe.decryptionKey?.fill(0);
-      return { refusal: { reason: admission.reason, message: admission.message } };
+      const limited: MachineRefusal | undefined = admission.reason === 'MACHINE_LIMIT_EXCEEDED'
+        ? { licenseId: license.id, hardwareId, maxMachines: license.max_machines! }
+        : undefined;
+      return { refusal: { reason: admission.reason, message: admission.message }, limited };
     }
     return { license, admission, decryptionKey: probe.decryptionKey };
   });
-  if (!outcome.license) return { valid: false, ...outcome.refusal, server_time: serverTime };
+  if (!outcome.license) {
+    if ('limited' in outcome && outcome.limited) await noteMachineRefusal(db, outcome.limited, context);
+    return { valid: false, ...outcome.refusal, server_time: serverTime };
+  }
   const { license, admission, decryptionKey } = outcome;
 
   const entitlements = license.entitlements.map(({ code, name, usage_limit }) => ({ code, name, usage_limit }));

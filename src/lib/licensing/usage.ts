@@ -4,6 +4,8 @@ import { parseEntitlementCode } from './entitlements.js';
 import { LicenseServerError } from '../errors.js';
 import { parseHardwareId } from '../offline/binding.js';
 import { checkReportingMachine } from './machines.js';
+import { licenseFields } from '../notifications/license-events.js';
+import { raiseUsageThresholds } from '../notifications/usage-thresholds.js';
 import { checkUsable, findLicenseByKey } from './online-validation.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable } from '../storage/types.js';
@@ -113,6 +115,9 @@ async function countOnce(tx: Queryable, input: ParsedReport, at: Date): Promise<
     [randomUUID(), license.id, entitlementId, input.idempotencyKey, input.hardwareId, input.quantity, result.remaining,
       input.occurredAt.toISOString(), at.toISOString()],
   );
+  if (limit !== null) {
+    await raiseUsageThresholds(tx, { license: licenseFields(license), entitlementId, code: input.code, usageLimit: limit, used }, { clock: () => at });
+  }
   return result;
 }
 

@@ -12,7 +12,7 @@ export const DEFAULT_EMAIL_TEMPLATES: Readonly<Record<EventName | 'notification.
   'backup.restored': { subject: '[{{server}}] Backup {{backup_id}} restored', body: 'Backup {{backup_id}} was restored by {{actor}}. The data it replaced is in backup {{pre_restore_backup_id}}.' },
   'license.checked_out': { subject: '[{{server}}] License {{license_id}} checked out', body: 'License {{license_id}} was checked out to a file valid until {{valid_until}} (hardware ID: {{hardware_id}}), by {{actor}}.' },
   'license.created': { subject: '[{{server}}] New license for {{customer_name}}', body: 'License {{license_id}} ({{type}}) was created for {{customer_name}}, valid from {{valid_from}} until {{valid_until}}.' },
-  'license.updated': { subject: '[{{server}}] License {{license_id}} changed', body: 'License {{license_id}} of {{customer_name}} was changed: {{changes}}.' },
+  'license.updated': { subject: '[{{server}}] License {{license_id}} changed', body: 'License {{license_id}} of {{customer_name}} was changed by {{actor}}: {{summary}}.' },
   'license.renewed': { subject: '[{{server}}] License renewed until {{valid_until}}', body: 'License {{license_id}} of {{customer_name}} was renewed: it is now valid until {{valid_until}} (it was {{previous_valid_until}}).' },
   'license.deactivated': { subject: '[{{server}}] License {{license_id}} deactivated', body: 'License {{license_id}} of {{customer_name}} was deactivated by {{actor}}.' },
   'license.expired': { subject: '[{{server}}] License {{license_id}} has expired', body: 'License {{license_id}} of {{customer_name}} expired at {{valid_until}}.' },

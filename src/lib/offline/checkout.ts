@@ -5,6 +5,7 @@ import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { licenseNotFound } from '../licensing/licenses.js';
 import { admitMachine } from '../licensing/machines.js';
+import { noteMachineRefusal, type MachineRefusal } from '../notifications/machine-refusals.js';
 import type { Database, Engine, Queryable } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
@@ -125,6 +126,8 @@ async function recordAndSign(
   hardwareId: string | undefined,
   context: CheckoutContext,
 ): Promise<RecordedCheckout> {
+  // A refusal for the machine limit rolls the checkout back; it is counted afterwards.
+  let limited: MachineRefusal | undefined;
   const issued = await db.transaction(async (tx) => {
     let source: CheckoutSource | undefined;
     let badReference: LicenseServerError | undefined;
@@ -142,10 +145,20 @@ async function recordAndSign(
       const signer = await signerForKey(db, active.keyId, tx, active.sealedWith);
       if (badReference) throw badReference;
       if (!source) throw licenseNotFound(reference);
-      return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId }, context);
+      try {
+        return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId }, context);
+      } catch (error) {
+        if (error instanceof LicenseServerError && error.code === 'MACHINE_LIMIT_EXCEEDED' && hardwareId !== undefined && source.license.max_machines !== null) {
+          limited = { licenseId: source.license.id, hardwareId, maxMachines: source.license.max_machines };
+        }
+        throw error;
+      }
     } finally {
       source?.decryptionKey?.fill(0);
     }
+  }).catch(async (error: unknown) => {
+    if (limited) await noteMachineRefusal(db, limited, context);
+    throw error;
   });
   const canonical = canonicalPayloadText(issued.payload);
   const message = Buffer.from(canonical, 'utf8');

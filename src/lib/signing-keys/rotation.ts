@@ -1,6 +1,7 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
+import { raiseEvent } from '../notifications/outbox.js';
 import type { Database, Engine, Queryable } from '../storage/types.js';
 import { findSigningKey, getSigningKey, insertSigningKey, signingKeyMissing, type SigningKeyInfo } from './keys.js';
 
@@ -20,6 +21,7 @@ export async function rotateSigningKey(db: Database, context: OperationContext):
     const active = await db.transaction(async (tx) => {
       await demoteActiveKey(tx, previous, context);
       const next = await findNextKey(tx);
+      let active: SigningKeyInfo;
       if (next) {
         await tx.execute('UPDATE signing_keys SET is_current = ? WHERE id = ? AND is_current = ?', [true, next.id, false]);
         await recordAudit(tx, context, {
@@ -28,14 +30,23 @@ export async function rotateSigningKey(db: Database, context: OperationContext):
           entityId: next.id,
           details: { key_id: next.key_id, previous_key_id: previous.key_id, prepared: true },
         });
-        return getSigningKey(tx, next.key_id);
+        active = await getSigningKey(tx, next.key_id);
+      } else {
+        const inserted = await insertSigningKey(tx, db, { secretKey, active: true, keyIdInFiles: true }, context, 'signing_key.rotated', {
+          previous_key_id: previous.key_id,
+          prepared: false,
+        });
+        if (!inserted) throw rotationConflict(previous.key_id);
+        active = inserted;
       }
-      const inserted = await insertSigningKey(tx, db, { secretKey, active: true, keyIdInFiles: true }, context, 'signing_key.rotated', {
+      await raiseEvent(tx, 'signing_key.rotated', {
+        key_id: active.key_id,
         previous_key_id: previous.key_id,
-        prepared: false,
-      });
-      if (!inserted) throw rotationConflict(previous.key_id);
-      return inserted;
+        fingerprint: active.fingerprint,
+        prepared: next !== undefined,
+        actor: context.actor,
+      }, context);
+      return active;
     });
     return { previous: await getSigningKey(db, previous.key_id), active };
   } finally {

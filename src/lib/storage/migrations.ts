@@ -309,6 +309,13 @@ function notificationOutbox(t: (typeof T)['sqlite']): string[] {
   ];
 }
 
+/**
+ * The daemon's scan for licenses about to end or just ended (notifications/license-clock.ts)
+ * reads the licenses whose valid_until falls in a window around now, in batches ordered by
+ * (valid_until, id): this index, so that it never reads the whole table.
+ */
+const LICENSE_DEADLINES = [`CREATE INDEX licenses_valid_until ON licenses (valid_until, id)`];
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -317,6 +324,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 5, name: 'rotating signing keys', ...rotatingSigningKeys },
   { version: 6, name: 'list indexes', sqlite: LIST_INDEXES, postgres: LIST_INDEXES },
   { version: 7, name: 'notification outbox', sqlite: notificationOutbox(T.sqlite), postgres: notificationOutbox(T.postgres) },
+  { version: 8, name: 'license deadlines', sqlite: LICENSE_DEADLINES, postgres: LICENSE_DEADLINES },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
