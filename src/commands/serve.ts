@@ -113,8 +113,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
       deliverer.start({ pruneAfterDays: () => current.config.settings.notifications.pruneAfterDays });
       const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
       // license.expiring_soon and license.expired: on every daemon; each round runs on one of them.
-      const { LicenseClockScheduler, SYSTEM_CLOCK, expiringSoonDays } = await import('../lib/notifications/license-clock-scheduler.js');
-      const licenseClock = new LicenseClockScheduler({ database: () => current.db, clock: SYSTEM_CLOCK, windows: () => expiringSoonDays(current.config.settings), log });
+      const { LicenseClockScheduler, SYSTEM_CLOCK } = await import('../lib/notifications/license-clock-scheduler.js');
+      const licenseClock = new LicenseClockScheduler({ database: () => current.db, clock: SYSTEM_CLOCK, windows: () => current.config.settings.notifications.expiringSoonDays, log });
       const app = createApp({ state, log, toolVersion: this.config.version, scheduler });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.

@@ -1,6 +1,6 @@
 import { setTimerUntil, type LongTimer, type TimerClock } from '../long-timer.js';
 import type { Database } from '../storage/types.js';
-import { DEFAULT_EXPIRING_SOON_DAYS, scanLicenseDeadlines } from './license-clock.js';
+import { scanLicenseDeadlines } from './license-clock.js';
 
 export interface LicenseClockOptions {
   readonly database: () => Database;
@@ -103,12 +103,3 @@ export const SYSTEM_CLOCK: TimerClock = {
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
 
-/**
- * The windows of `notifications.expiring_soon_days` from resolved settings, or the default
- * where that setting is absent (read structurally, so that this module does not depend on
- * the shape of the whole configuration).
- */
-export function expiringSoonDays(settings: unknown): readonly number[] {
-  const days = (settings as { notifications?: { expiringSoonDays?: unknown } } | undefined)?.notifications?.expiringSoonDays;
-  return Array.isArray(days) && days.every((value) => typeof value === 'number') ? days : DEFAULT_EXPIRING_SOON_DAYS;
-}

@@ -5,7 +5,6 @@ import { LICENSE_FIELD_COLUMNS, licenseFieldsOfRow } from './license-events.js';
 import { raiseEvent } from './outbox.js';
 
 /** `notifications.expiring_soon_days` when unset: reminders 30, 7 and 1 days before the end. */
-export const DEFAULT_EXPIRING_SOON_DAYS: readonly number[] = [30, 7, 1];
 
 const DAY_MS = 86_400_000;
 const BATCH = 500;
@@ -19,7 +18,7 @@ export interface DeadlineScanOptions {
 }
 
 /**
- * Raises the time-based license events due at `now` (docs/notifications-events.md):
+ * Raises the time-based license events due at `now` (docs/notifications.md, "License events"):
  *
  * - `license.expiring_soon` for each active license (of an active customer) whose
  *   valid_until is within the largest window: once per license, valid_until and window.

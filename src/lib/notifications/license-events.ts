@@ -6,7 +6,7 @@ import { raiseEvent } from './outbox.js';
 import { hasEnabledRuleFor, type EventName } from './settings.js';
 
 /**
- * What every license event's data starts with (docs/notifications-events.md). The key's
+ * What every license event's data starts with (docs/notifications.md, "License events"). The key's
  * prefix only: the whole key is a credential, and a webhook body or an email is not the
  * place for one. `customer_id` is what a rule sending to `customer` resolves.
  */
