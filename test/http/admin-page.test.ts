@@ -189,6 +189,38 @@ describe('the admin page in headless Chromium', function () {
     }
   });
 
+  it('shows deliveries a page at a time, "More deliveries" following the Link header to the end', async () => {
+    const db = await openDatabase(path.join(work, 'data', 'db.sqlite'));
+    try {
+      // Delivered as the deliverer records it, in the raising transaction: nothing for the daemon to send.
+      await db.transaction(async (tx) => {
+        for (let i = 0; i < 104; i += 1) {
+          const [id] = await raiseEvent(tx, 'backup.failed', { error: `failure ${i}` });
+          await tx.execute(`UPDATE notification_deliveries SET status = 'delivered', attempts = 1, last_status = 200, delivered_at = created_at WHERE id = ?`, [id!]);
+        }
+      });
+    } finally {
+      await db.close();
+    }
+    const all: string[] = [];
+    for (let route: string | null = '/api/notifications/deliveries?limit=1000'; route;) {
+      const answer = await api(serve.url, 'GET', route, { token: serve.token });
+      all.push(...answer.body.map((d: { id: string }) => d.id));
+      route = /^<([^>]+)>/.exec(answer.headers.get('link') ?? '')?.[1] ?? null;
+    }
+    assert.equal(all.length, 105);
+    await page.reload();
+    const rows = page.locator('#delivery-table tbody tr');
+    const more = page.getByRole('button', { name: 'More deliveries' });
+    await more.waitFor();
+    assert.equal(await rows.count(), 100, 'the first page: the default limit');
+    await more.click();
+    await page.getByText('Loaded more deliveries.').waitFor();
+    assert.equal(await rows.count(), 105);
+    assert.equal(await more.isHidden(), true, 'no More on the last page');
+    assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr: any) => tr.dataset.deliveryId)), all, 'every delivery once, newest first');
+  });
+
   it('is usable on a narrow window and by keyboard', async () => {
     await page.setViewportSize({ width: 380, height: 800 });
     // Timestamps and sizes stay on one line (the table scrolls sideways instead): the text of
