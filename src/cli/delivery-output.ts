@@ -7,6 +7,9 @@ export function deliveryTarget(delivery: Pick<Delivery, 'channel' | 'target'>): 
   return `${delivery.channel} ${escapeInvisible(delivery.target)}`;
 }
 
+/** An SMTP reply can run to hundreds of characters: a table row shows its start, `delivery ID` all of it. */
+const TABLE_ERROR_LENGTH = 60;
+
 /** What the last attempt came to: the receiver's HTTP status, or the error. */
 function lastOutcome(delivery: Delivery): string | null {
   if (delivery.last_error !== null) return escapeInvisible(delivery.last_error);
@@ -21,9 +24,14 @@ export function formatDeliveries(deliveries: readonly Delivery[]): string {
     { header: 'TARGET', value: deliveryTarget },
     { header: 'STATUS', value: (d) => d.status },
     { header: 'ATTEMPTS', value: (d) => d.attempts },
-    { header: 'LAST', value: lastOutcome },
+    { header: 'LAST', value: (d) => shorten(lastOutcome(d)) },
     { header: 'WHEN', value: (d) => d.created_at },
   ]);
+}
+
+function shorten(text: string | null): string | null {
+  if (text === null || text.length <= TABLE_ERROR_LENGTH) return text;
+  return `${text.slice(0, TABLE_ERROR_LENGTH - 1)}…`;
 }
 
 export function formatDelivery(delivery: Delivery): string {

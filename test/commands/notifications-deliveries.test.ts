@@ -90,6 +90,21 @@ forEachEngine('notifications deliveries, delivery and redeliver on the command l
     assert.match(malformed.stderr, /INVALID_ID/);
   });
 
+  it('cuts a long error short in the table and shows it whole for one delivery', async () => {
+    const error = `550 5.1.1 <ops@example.com>: Recipient address rejected: ${'x'.repeat(200)}`;
+    const id = await raise('backup.succeeded', { backup_id: 'b-2' });
+    const db = await openDatabase(env.LICENSE_DATABASE_URL!);
+    try {
+      await db.execute(`UPDATE notification_deliveries SET status = 'failed', attempts = 1, last_error = ? WHERE id = ?`, [error, id]);
+    } finally {
+      await db.close();
+    }
+    const row = ok(await cli('notifications', 'deliveries', '--failed')).stdout.split('\n')[1]!;
+    assert.ok(row.includes(`${error.slice(0, 59)}… `), row);
+    assert.ok(!row.includes(error));
+    assert.match(ok(await cli('notifications', 'delivery', id)).stdout, new RegExp(`^last outcome: ${error}$`, 'm'));
+  });
+
   it('redeliver makes one attempt now and says what came of it: pending after a 500, delivered after a 200, under the same id', async () => {
     answers.push(500);
     const pending = ok(await cli('notifications', 'redeliver', failing));
