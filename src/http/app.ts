@@ -21,6 +21,7 @@ import { backupRoutes } from './routes/backups.js';
 import { clientRoutes } from './routes/client.js';
 import { healthRoutes } from './routes/health.js';
 import { signingKeyRoutes } from './routes/signing-keys.js';
+import { notificationRoutes } from './routes/notifications.js';
 
 export interface AppDependencies {
   readonly state: ServingState;
@@ -259,7 +260,7 @@ function routesByAccess(deps: RouteDependencies): Route[] {
 const ADMIN_YIELD_FACTOR = 4;
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...clientRoutes(deps)];
+  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...notificationRoutes(deps), ...clientRoutes(deps)];
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<AuthenticatedAdmin> {

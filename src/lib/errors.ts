@@ -88,6 +88,7 @@ export const ERROR_TABLE = {
   LICENSE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List licenses with `license-server license list`.' },
   MACHINE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List machines with `license-server machine list --license ID`.' },
   TOKEN_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List tokens with `license-server token list`.' },
+  DELIVERY_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List deliveries with `license-server notifications deliveries`.' },
   SIGNING_KEY_MISSING: {
     exit: EXIT.notFound,
     http: 404,
@@ -174,6 +175,11 @@ export const ERROR_TABLE = {
     exit: EXIT.refused,
     http: 422,
     hint: 'Webhooks never go to link-local addresses (169.254.0.0/16, fe80::/10) unless notifications.allow_link_local is true.',
+  },
+  DELIVERY_TARGET_GONE: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'Define or enable the webhook again (`license-server notifications set`), or give the customer a contact email (`customer update --email`), then redeliver.',
   },
   WEBHOOK_NOT_DELIVERED: {
     exit: EXIT.notDelivered,

@@ -62,6 +62,7 @@ describe('output for scripts: one rule over every command (README.md)', function
     backupFile: '',
     retire: { json: '', piped: '' },
     activeKey: '',
+    delivery: '',
   };
 
   before(async () => {
@@ -90,8 +91,13 @@ describe('output for scripts: one rule over every command (README.md)', function
     await json('signing-key', 'rotate');
     at.retire = { json: first.key_id, piped: second.key_id };
     at.activeKey = (await json('signing-key', 'show')).key_id;
+    // Before the checkout, which then raises license.checked_out: a delivery in the outbox that
+    // the backup below holds too, so that it is still there after `backup restore` runs.
+    writeFileSync(file('notifications.yaml'), `webhooks:\n  - name: ops\n    url: ${receiver.url}\n    secret: a-secret-of-the-webhook\nrules:\n  - event: "*"\n    webhook: ops\n`);
+    ok(await cli(['notifications', 'set', '--file', file('notifications.yaml')]));
     ok(await cli(['license', 'checkout', at.license, '--ttl-days', '30', '--hardware-id', 'HW-1', '--out', file('hw-1.lic')]));
     at.machine = (await json('machine', 'list'))[0].id;
+    at.delivery = (await json('notifications', 'deliveries', '--event', 'license.checked_out'))[0].id;
     const db = await openDatabase(path.join(file('data'), 'license-server.db'));
     try {
       await recordUsage(db, { license_key: at.licenseKey, hardware_id: 'HW-1', entitlement_code: 'seats', quantity: 2, occurred_at: new Date().toISOString(), idempotency_key: 'report-1' }, {});
@@ -104,8 +110,6 @@ describe('output for scripts: one rule over every command (README.md)', function
       const { privateKey } = generateKeyPairSync('ed25519');
       writeFileSync(file(`escrow-${run}.p8`), privateKey.export({ format: 'pem', type: 'pkcs8', cipher: 'aes-256-cbc', passphrase: 'a passphrase of some length' }));
     }
-    writeFileSync(file('notifications.yaml'), `webhooks:\n  - name: ops\n    url: ${receiver.url}\n    secret: a-secret-of-the-webhook\nrules:\n  - event: "*"\n    webhook: ops\n`);
-    ok(await cli(['notifications', 'set', '--file', file('notifications.yaml')]));
     const backup = await json('backup', 'create');
     at.backup = backup.id;
     at.backupFile = path.join(file('data'), 'backups', backup.file);
@@ -154,7 +158,10 @@ describe('output for scripts: one rule over every command (README.md)', function
     'machine list': { argv: () => ['machine', 'list'], piped: 'text', records: each },
     'machine release': { argv: () => ['machine', 'release', at.machine, '--lost-file', '--reason', 'output rule'], piped: 'text', records: (json) => [json.machine] },
     'machine show': { argv: () => ['machine', 'show', at.machine], piped: 'text', records: one },
+    'notifications deliveries': { argv: () => ['notifications', 'deliveries'], piped: 'text', records: each },
+    'notifications delivery': { argv: () => ['notifications', 'delivery', at.delivery], piped: 'text', records: one },
     'notifications preview': { argv: () => ['notifications', 'preview', '--event', 'license.checked_out'], piped: 'text' },
+    'notifications redeliver': { argv: () => ['notifications', 'redeliver', at.delivery], piped: 'text', records: one, serial: true },
     'notifications set': { argv: () => ['notifications', 'set', '--file', file('notifications.yaml')], piped: 'text' },
     'notifications show': { argv: () => ['notifications', 'show'], piped: 'text' },
     'notifications test': { argv: () => ['notifications', 'test', '--webhook', 'ops', '--email', 'ops@example.com'], piped: 'text' },

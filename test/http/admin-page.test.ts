@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { raiseEvent } from '../../src/lib/notifications/outbox.js';
+import { openDatabase } from '../../src/lib/storage/open.js';
 import { runCli } from '../support/cli.js';
+import { eventually } from '../support/fake-clock.js';
+import { startReceiver } from '../support/receiver.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
@@ -144,6 +148,79 @@ describe('the admin page in headless Chromium', function () {
     await page.locator('#machine-table tr', { hasText: 'browser-machine' }).getByRole('button', { name: 'Activate' }).waitFor();
   });
 
+  it('shows a failed notification delivery, filters to failed ones, and redelivers it under the same id', async () => {
+    const receiver = await startReceiver();
+    try {
+      const env = { LICENSE_DATABASE_URL: path.join(work, 'data', 'db.sqlite') };
+      writeFileSync(path.join(work, 'n.yaml'), `webhooks:\n  - name: ops\n    url: ${receiver.url}\n    secret: a-secret-of-the-webhook\nrules:\n  - event: backup.failed\n    webhook: ops\n`);
+      const set = await runCli(['notifications', 'set', '--file', path.join(work, 'n.yaml')], { env });
+      assert.equal(set.code, 0, set.stderr);
+      // A delivery the deliverer gave up on, written as it records one: failed in the same transaction.
+      const db = await openDatabase(env.LICENSE_DATABASE_URL);
+      let id: string;
+      try {
+        id = await db.transaction(async (tx) => {
+          const [raised] = await raiseEvent(tx, 'backup.failed', { error: 'disk full' });
+          await tx.execute(`UPDATE notification_deliveries SET status = 'failed', attempts = 9, last_status = 500, last_error = 'HTTP 500', last_attempt_at = created_at WHERE id = ?`, [raised!]);
+          return raised!;
+        });
+      } finally {
+        await db.close();
+      }
+      await page.reload();
+      const row = page.locator(`#delivery-table tr[data-delivery-id="${id}"]`);
+      await row.waitFor();
+      assert.deepEqual(await row.locator('td').evaluateAll((cells) => cells.slice(0, 6).map((td) => td.textContent)), [id, 'backup.failed', 'webhook ops', 'failed', '9', 'HTTP 500']);
+      await page.getByLabel('Only failed deliveries').check();
+      await page.getByText('Showing failed deliveries.').waitFor();
+      assert.deepEqual(await page.locator('#delivery-table tbody tr').evaluateAll((rows) => rows.map((r: any) => r.dataset.deliveryId)), [id]);
+
+      await row.getByRole('button', { name: 'Redeliver' }).click();
+      await page.getByText(`Delivery ${id} is pending again: the server sends it to webhook ops within a few seconds.`).waitFor();
+      await page.getByText('No failed deliveries.').waitFor();
+      await eventually(() => receiver.received.some((request) => request.headers['x-license-server-delivery'] === id), 'the daemon sent it', 15_000);
+      await eventually(async () => (await api(serve.url, 'GET', `/api/notifications/deliveries/${id}`, { token: serve.token })).body.status === 'delivered', 'it is recorded as delivered');
+      await page.getByLabel('Only failed deliveries').uncheck();
+      await page.getByText('Showing all deliveries.').waitFor();
+      assert.equal(await row.locator('td').nth(3).textContent(), 'delivered');
+      assert.equal(await row.locator('td').nth(4).textContent(), '10');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('shows deliveries a page at a time, "More deliveries" following the Link header to the end', async () => {
+    const db = await openDatabase(path.join(work, 'data', 'db.sqlite'));
+    try {
+      // Delivered as the deliverer records it, in the raising transaction: nothing for the daemon to send.
+      await db.transaction(async (tx) => {
+        for (let i = 0; i < 104; i += 1) {
+          const [id] = await raiseEvent(tx, 'backup.failed', { error: `failure ${i}` });
+          await tx.execute(`UPDATE notification_deliveries SET status = 'delivered', attempts = 1, last_status = 200, delivered_at = created_at WHERE id = ?`, [id!]);
+        }
+      });
+    } finally {
+      await db.close();
+    }
+    const all: string[] = [];
+    for (let route: string | null = '/api/notifications/deliveries?limit=1000'; route;) {
+      const answer = await api(serve.url, 'GET', route, { token: serve.token });
+      all.push(...answer.body.map((d: { id: string }) => d.id));
+      route = /^<([^>]+)>/.exec(answer.headers.get('link') ?? '')?.[1] ?? null;
+    }
+    assert.equal(all.length, 105);
+    await page.reload();
+    const rows = page.locator('#delivery-table tbody tr');
+    const more = page.getByRole('button', { name: 'More deliveries' });
+    await more.waitFor();
+    assert.equal(await rows.count(), 100, 'the first page: the default limit');
+    await more.click();
+    await page.getByText('Loaded more deliveries.').waitFor();
+    assert.equal(await rows.count(), 105);
+    assert.equal(await more.isHidden(), true, 'no More on the last page');
+    assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr: any) => tr.dataset.deliveryId)), all, 'every delivery once, newest first');
+  });
+
   it('is usable on a narrow window and by keyboard', async () => {
     await page.setViewportSize({ width: 380, height: 800 });
     // Timestamps and sizes stay on one line (the table scrolls sideways instead): the text of
@@ -188,6 +265,8 @@ describe('the admin page in headless Chromium', function () {
     assert.equal(await page.locator('#licenses').isVisible(), true);
     assert.equal(await page.getByRole('button', { name: 'Download .lic' }).count(), 0, 'no checkout form');
     assert.equal(await page.locator('#machine-table button').count(), 0, 'no machine actions');
+    await page.locator('#delivery-table tbody tr[data-delivery-id]').first().waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Redeliver' }).count(), 0, 'deliveries shown, but no redelivery: that needs admin');
     assert.equal(await page.locator('#pem').textContent(), (await api(serve.url, 'GET', '/api/signing-key', { token: serve.token })).body.public_key_pem);
   });
 

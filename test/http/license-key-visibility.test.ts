@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
 import { scopeAllows, type Scope } from '../../src/lib/admin-tokens.js';
 import { ok, runCli } from '../support/cli.js';
@@ -17,6 +20,7 @@ forEachEngine('license keys by scope', (fixture) => {
   let license: { id: string; key: string; key_prefix: string };
   let customerId: string;
   let machineId: string;
+  let deliveryId: string;
   const token = async (name: string, scopes: string[]) =>
     ok(await runCli(['token', 'create', '--name', name, ...scopes.flatMap((scope) => ['--scope', scope]), '--json'], { env: { LICENSE_DATABASE_URL: databaseUrl } })).json().token as string;
 
@@ -25,6 +29,15 @@ forEachEngine('license keys by scope', (fixture) => {
     serve = await startServe({ LICENSE_DATABASE_URL: databaseUrl, LICENSE_CLIENT_RATE_LIMIT: '0' });
     admin = serve.token!;
     const call = (method: string, route: string, body?: unknown) => api(serve.url, method, route, { token: admin, body });
+    // A webhook for every event, so that the outbox holds the license's events: their data, which
+    // a read token sees among the deliveries, must not carry the key either.
+    const dir = mkdtempSync(path.join(tmpdir(), 'license-key-visibility-'));
+    try {
+      writeFileSync(path.join(dir, 'n.yaml'), 'webhooks:\n  - name: ops\n    url: http://127.0.0.1:9/hook\n    secret: a-secret-of-the-webhook\nrules:\n  - event: "*"\n    webhook: ops\n');
+      ok(await runCli(['notifications', 'set', '--file', path.join(dir, 'n.yaml')], { env: { LICENSE_DATABASE_URL: databaseUrl } }));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     customerId = (await call('POST', '/api/customers', { name: 'Initech' })).body.id;
     assert.equal((await call('POST', '/api/entitlements', { code: 'seats', name: 'Seats' })).status, 201);
     license = (await call('POST', '/api/licenses', {
@@ -39,6 +52,7 @@ forEachEngine('license keys by scope', (fixture) => {
     });
     assert.equal(usage.status, 201, usage.text);
     machineId = (await call('GET', `/api/machines?license_id=${license.id}`)).body[0].id;
+    deliveryId = (await call('GET', '/api/notifications/deliveries?event=license.checked_out')).body[0].id;
   });
   after(async () => {
     await serve?.stop();
@@ -52,6 +66,7 @@ forEachEngine('license keys by scope', (fixture) => {
         .replace('/api/licenses/:id', `/api/licenses/${license.id}`)
         .replace('/api/customers/:id', `/api/customers/${customerId}`)
         .replace('/api/machines/:id', `/api/machines/${machineId}`)
+        .replace('/api/notifications/deliveries/:id', `/api/notifications/deliveries/${deliveryId}`)
         .replace(/\/api\/audit$/, '/api/audit?limit=1000'));
   const keyForms = () => [license.key, license.key.replace(/-/g, '')];
 

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
+import { raiseEvent } from '../../src/lib/notifications/outbox.js';
+import { replaceNotificationSettings } from '../../src/lib/notifications/settings.js';
+import { openDatabase } from '../../src/lib/storage/open.js';
 import { forEachEngine } from '../support/engines.js';
+import { startReceiver } from '../support/receiver.js';
 import { strayTimesIn, unnamedRecords } from '../support/output-rule.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
@@ -21,13 +25,25 @@ interface Case {
 
 forEachEngine('output for scripts: one rule over every route of the daemon', (fixture) => {
   let serve: ServeProcess;
-  const at = { customer: '', license: '', key: '', machine: '', backup: '', retire: '' };
+  let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  const at = { customer: '', license: '', key: '', machine: '', backup: '', retire: '', delivery: '' };
 
   before(async () => {
-    serve = await startServe({ LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_CLIENT_RATE_LIMIT: '0', LICENSE_BACKUP_ENCRYPTION_KEY: 'ab'.repeat(32) });
+    const url = await fixture.freshUrl();
+    receiver = await startReceiver();
+    // A webhook for every event, and one delivery in the outbox for the deliveries' routes.
+    const db = await openDatabase(url);
+    try {
+      await replaceNotificationSettings(db, { webhooks: [{ name: 'ops', url: receiver.url, secret: 'a-secret-of-the-webhook' }], rules: [{ event: '*', webhook: 'ops' }] }, { actor: 'test' });
+      await db.transaction((tx) => raiseEvent(tx, 'license.created', { license_id: '00000000-0000-4000-8000-000000000000', valid_until: '2099-12-31T00:00:00.000Z' }));
+    } finally {
+      await db.close();
+    }
+    serve = await startServe({ LICENSE_DATABASE_URL: url, LICENSE_CLIENT_RATE_LIMIT: '0', LICENSE_BACKUP_ENCRYPTION_KEY: 'ab'.repeat(32) });
   });
   after(async () => {
     if (serve) assert.equal((await serve.stop()).code, 0);
+    await receiver?.close();
   });
 
   const one = (json: any) => [json];
@@ -78,6 +94,9 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'POST /api/machines/{id}/activate': { method: 'POST', path: () => `/api/machines/${at.machine}/activate`, records: (json) => [json.machine] },
     'POST /api/machines/{id}/release': { method: 'POST', path: () => `/api/machines/${at.machine}/release`, body: () => ({ lost_file: true }), records: (json) => [json.machine] },
     'GET /api/audit': { method: 'GET', path: () => '/api/audit?limit=1000', records: each },
+    'GET /api/notifications/deliveries': { method: 'GET', path: () => '/api/notifications/deliveries', records: each },
+    'GET /api/notifications/deliveries/{id}': { method: 'GET', path: () => `/api/notifications/deliveries/${at.delivery}`, records: one },
+    'POST /api/notifications/deliveries/{id}/redeliver': { method: 'POST', path: () => `/api/notifications/deliveries/${at.delivery}/redeliver`, records: one },
     'GET /api/whoami': { method: 'GET', path: () => '/api/whoami' },
     'GET /api/signing-key': { method: 'GET', path: () => '/api/signing-key' },
     'POST /api/signing-keys/rotate': { method: 'POST', path: () => '/api/signing-keys/rotate', records: (json) => [json.previous, json.active], idKey: 'key_id' },
@@ -108,6 +127,7 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
       if (name === 'POST /api/customers') at.customer = answer.body.id;
       if (name === 'POST /api/licenses') [at.license, at.key] = [answer.body.id, answer.body.key];
       if (name === 'GET /api/machines') at.machine = answer.body[0].id;
+      if (name === 'GET /api/notifications/deliveries') at.delivery = answer.body.at(-1).id;
       if (name === 'POST /api/signing-keys/rotate') at.retire = answer.body.previous.key_id;
       if (name === 'POST /api/backups') at.backup = answer.body.id;
     });

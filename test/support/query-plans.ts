@@ -14,14 +14,17 @@ export interface FilledStore {
   readonly startedAt: number;
 }
 
-export const SIZES = { customers: 4_000, licenses: 20_000, machines: 20_000, audit: 50_000, usage: 10_000 };
+export const SIZES = { customers: 4_000, licenses: 20_000, machines: 20_000, audit: 50_000, usage: 10_000, deliveries: 20_000 };
 
 /** Tables whose full scan or sort a list must never need. */
-export const BIG_TABLES = ['customers', 'licenses', 'machines', 'audit_log', 'usage_records'];
+export const BIG_TABLES = ['customers', 'licenses', 'machines', 'audit_log', 'usage_records', 'notification_deliveries'];
 
 const ACTIONS = ['license.created', 'license.checked_out', 'customer.created', 'machine.activated', 'license.renewed', 'token.created', 'backup.created', 'license.updated'];
 const ACTORS = ['cli:alice', 'cli:bob', 'token:deploy', 'token:ci', 'client:127.0.0.1'];
 const ENTITY_TYPES = ['license', 'customer', 'machine', 'admin_token', 'backup'];
+const EVENTS = ['license.checked_out', 'backup.succeeded', 'license.created', 'machine.activated', 'license.expiring_soon'];
+// Mostly delivered, as a working outbox is: a few pending, fewer failed.
+const DELIVERY_STATUSES = [...Array<string>(17).fill('delivered'), 'pending', 'pending', 'failed'];
 
 async function insertMany(tx: Queryable, table: string, columns: readonly string[], rows: SqlValue[][]): Promise<void> {
   const perStatement = Math.floor(30_000 / columns.length);
@@ -60,6 +63,11 @@ export async function fillStore(db: Database): Promise<FilledStore> {
     await insertMany(tx, 'usage_records', ['id', 'license_id', 'entitlement_id', 'idempotency_key', 'hardware_id', 'quantity', 'occurred_at', 'recorded_at'],
       Array.from({ length: SIZES.usage }, (_, i) => [
         randomUUID(), i % 2 === 0 ? usageLicenseId : licenseIds[i % licenseIds.length]!, entitlementId, `k-${i}`, 'hw-1', 1, at(i), at(i),
+      ]));
+    await insertMany(tx, 'notification_deliveries', ['id', 'event_id', 'event', 'occurred_at', 'data', 'channel', 'target', 'status', 'attempts', 'next_attempt_at', 'retry_from', 'created_at'],
+      Array.from({ length: SIZES.deliveries }, (_, i) => [
+        randomUUID(), randomUUID(), EVENTS[i % EVENTS.length]!, at(i), '{}', i % 4 === 0 ? 'email' : 'webhook', i % 4 === 0 ? 'ops@example.com' : 'ops',
+        DELIVERY_STATUSES[i % DELIVERY_STATUSES.length]!, 1, at(i + 30), at(i), at(i),
       ]));
   }, { unbounded: true });
   return { customerIds, licenseIds, usageLicenseId, startedAt };

@@ -320,6 +320,46 @@ async function loadMachines(page) {
   }
 }
 
+/** The first page of deliveries (only failed ones while the box is ticked), or with `page` the next one below them. */
+async function loadDeliveries(page) {
+  const failedOnly = $('#deliveries-failed').checked;
+  const response = await call('GET', page ?? `/api/notifications/deliveries${failedOnly ? '?status=failed' : ''}`);
+  const deliveries = await response.json();
+  const body = $('#delivery-table tbody');
+  if (page === undefined) body.replaceChildren();
+  for (const delivery of deliveries) {
+    const row = document.createElement('tr');
+    row.dataset.deliveryId = delivery.id;
+    cell(row, delivery.id);
+    cell(row, delivery.event);
+    cell(row, `${delivery.channel} ${visible(delivery.target)}`);
+    cell(row, delivery.status);
+    cell(row, String(delivery.attempts), 'value');
+    cell(row, delivery.last_error !== null ? visible(delivery.last_error) : delivery.last_status !== null ? `HTTP ${delivery.last_status}` : '-');
+    cell(row, delivery.created_at, 'value');
+    const actions = document.createElement('div');
+    actions.className = 'row-actions';
+    // A redelivery sends an event's data out again: notifications are the admin scope's.
+    if (may('admin')) {
+      actions.append(button('Redeliver', (event) =>
+        busy(event.currentTarget, `Redelivering ${delivery.id}…`, async () => {
+          const again = await (await call('POST', `/api/notifications/deliveries/${encodeURIComponent(delivery.id)}/redeliver`, { body: {} })).json();
+          await loadDeliveries();
+          return `Delivery ${again.id} is ${again.status} again: the server sends it to ${again.channel} ${visible(again.target)} within a few seconds.`;
+        }),
+      ));
+    }
+    cell(row, '').replaceChildren(actions);
+    body.append(row);
+  }
+  if (deliveries.length === 0 && page === undefined) {
+    const row = document.createElement('tr');
+    cell(row, failedOnly ? 'No failed deliveries.' : 'No deliveries yet.').colSpan = 8;
+    body.append(row);
+  }
+  offerMore('#more-deliveries', nextPage(response), loadDeliveries, 'deliveries');
+}
+
 async function loadSigningKey() {
   const [{ public_key_pem: pem }, { keys }] = await Promise.all([
     (await call('GET', '/api/signing-key')).json(),
@@ -355,7 +395,7 @@ async function show() {
   $('#sign-in').hidden = signedIn;
   $('#nav').hidden = !signedIn;
   // What the token cannot do is not shown at all, rather than shown and refused.
-  const visible = { '#backups': may('backups'), '#licenses': may('read'), '#machines': may('read'), '#signing-key': may('read') };
+  const visible = { '#backups': may('backups'), '#licenses': may('read'), '#machines': may('read'), '#deliveries': may('read'), '#signing-key': may('read') };
   for (const [id, allowed] of Object.entries(visible)) {
     $(id).hidden = !signedIn || !allowed;
     $(`#nav a[href="${id}"]`).hidden = !signedIn || !allowed;
@@ -364,7 +404,12 @@ async function show() {
   for (const header of document.querySelectorAll('.needs-licenses')) header.hidden = !may('licenses');
   if (!signedIn) return;
   try {
-    await Promise.all([may('backups') ? loadBackups() : undefined, may('read') ? loadLicenses() : undefined, may('read') ? loadSigningKey() : undefined]);
+    await Promise.all([
+      may('backups') ? loadBackups() : undefined,
+      may('read') ? loadLicenses() : undefined,
+      may('read') ? loadDeliveries() : undefined,
+      may('read') ? loadSigningKey() : undefined,
+    ]);
   } catch (error) {
     if (error.message !== 'unauthorized') say(error.message, true);
   }
@@ -398,6 +443,13 @@ document.addEventListener('DOMContentLoaded', () => {
       return `Created backup ${backup.backup_id}.`;
     }),
   );
+  $('#deliveries-failed').addEventListener('change', (event) => {
+    const box = event.currentTarget;
+    busy(box, 'Loading deliveries…', async () => {
+      await loadDeliveries();
+      return box.checked ? 'Showing failed deliveries.' : 'Showing all deliveries.';
+    });
+  });
   $('#restore-cancel').addEventListener('click', () => {
     $('#restore-form').hidden = true;
   });

@@ -4,6 +4,7 @@ import { customerListQuery, listCustomersPage, type CustomerFilter } from '../..
 import { licenseListQuery, listLicensesPage, type LicenseFilter } from '../../../src/lib/licensing/licenses.js';
 import { listMachinesPage, machineListQuery, type MachineFilter } from '../../../src/lib/licensing/machines.js';
 import { listUsageRecordsPage, usageListQuery, type UsageFilter } from '../../../src/lib/licensing/usage-view.js';
+import { deliveryListQuery, listDeliveriesPage, type DeliveryFilter } from '../../../src/lib/notifications/deliveries.js';
 import type { ListPage, PageQuery } from '../../../src/lib/paging.js';
 import type { Database } from '../../../src/lib/storage/types.js';
 import { forEachEngine } from '../../support/engines.js';
@@ -114,6 +115,18 @@ const cases = [
     query: (filter, store) => usageListQuery(store.usageLicenseId, filter),
     page: (db, filter, store) => listUsageRecordsPage(db, store.usageLicenseId, filter),
   } satisfies ListCase<UsageFilter>,
+  {
+    name: 'notification deliveries',
+    filters: () => ({
+      none: {},
+      failed: { status: 'failed' },
+      pending: { status: 'pending' },
+      event: { event: 'backup.succeeded' },
+      'failed and event': { status: 'failed', event: 'backup.succeeded' },
+    }),
+    query: (filter) => deliveryListQuery(filter),
+    page: (db, filter) => listDeliveriesPage(db, filter),
+  } satisfies ListCase<DeliveryFilter>,
 ];
 
 forEachEngine('list query plans', (fixture) => {
