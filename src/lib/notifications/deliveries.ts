@@ -6,7 +6,7 @@ import { fetchPage, pageQuery, unindexedText, type ListPage, type Page, type Pag
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asInt, asIntOrNull, asIso, asIsoOrNull, asJson } from '../storage/values.js';
 import { describe, parseUuid } from '../validate.js';
-import { CUSTOMER_RECIPIENT } from './outbox.js';
+import { CUSTOMER_RECIPIENT, customerOf, NO_CUSTOMER_EMAIL } from './outbox.js';
 import { readNotificationSettings } from './settings.js';
 
 /**
@@ -141,20 +141,11 @@ async function currentTarget(tx: Queryable, delivery: Delivery): Promise<string>
     return delivery.target;
   }
   if (delivery.target !== CUSTOMER_RECIPIENT) return delivery.target;
-  const address = await customerEmailOf(tx, delivery.data);
-  if (!address) throw refuse('the customer has no contact email (customer update --email)');
+  const address = (await customerOf(tx, delivery.data))?.email;
+  if (!address) throw refuse(NO_CUSTOMER_EMAIL);
   return address;
 }
 
-/** The contact email of the event's customer, as outbox.ts finds it when the event is raised. */
-async function customerEmailOf(tx: Queryable, data: Record<string, unknown>): Promise<string | undefined> {
-  const uuid = (value: unknown): value is string => typeof value === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
-  let rows: Row[] = [];
-  if (uuid(data.customer_id)) rows = await tx.query('SELECT email FROM customers WHERE id = ?', [data.customer_id]);
-  else if (uuid(data.license_id)) rows = await tx.query('SELECT c.email FROM licenses l JOIN customers c ON c.id = l.customer_id WHERE l.id = ?', [data.license_id]);
-  const email = rows[0]?.email;
-  return typeof email === 'string' && email.length > 0 ? email : undefined;
-}
 
 function notFound(id: string): LicenseServerError {
   return new LicenseServerError('DELIVERY_NOT_FOUND', `no notification delivery ${describe(id)}`);

@@ -84,7 +84,7 @@ export async function raiseEvent(
 }
 
 /** The event's customer: `data.customer_id`, or the customer of the license `data.license_id`. */
-async function customerOf(tx: Queryable, data: Record<string, unknown>): Promise<{ id: string; name: string; email: string | undefined } | undefined> {
+export async function customerOf(tx: Queryable, data: Record<string, unknown>): Promise<{ id: string; name: string; email: string | undefined } | undefined> {
   // Ids come from the server's own records, but a malformed one must not fail the change it reports.
   const uuid = (value: unknown) => typeof value === 'string' && /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
   let rows: Array<Record<string, unknown>> = [];
