@@ -271,6 +271,13 @@ function seedHostileRows(file: string, customerId: string, licenseId: string): v
     db.prepare("INSERT INTO notification_alert_rules (id, event, webhook_id, email_to, enabled, created_at) VALUES (?, 'license.expiring', ?, NULL, 0, '2026-01-01T00:00:00.000Z')").run(uuid(501), uuid(500));
     db.prepare("INSERT INTO notification_alert_rules (id, event, webhook_id, email_to, enabled, created_at) VALUES (?, 'backup.failed', NULL, 'ops@example.com', 1, '2026-01-01T00:00:00.000Z')").run(uuid(502));
     db.prepare("INSERT INTO backup_runs (slot, claimed_by, claimed_at, finished_at, status, backup_id, error) VALUES ('2026-11-23T03:00:00.000Z', 'host\\1:42', '2026-11-23T03:00:00.005Z', NULL, 'failed', NULL, ?)").run('FILE_WRITE_FAILED: no space\nsecond line\t\\');
+    // Given up: no command of the test sends it, so it moves as it is.
+    db.prepare(`INSERT INTO notification_deliveries (id, event_id, event, occurred_at, data, channel, target, status, attempts, next_attempt_at, retry_from,
+      claimed_by, claimed_until, last_attempt_at, last_status, last_error, delivered_at, created_at)
+      VALUES (?, ?, 'backup.failed', '2026-11-23T03:00:00.006Z', ?, 'email', ?, 'failed', 31, '2026-11-24T03:00:00.006Z', '2026-11-23T03:00:00.006Z',
+      'host\\1:42', NULL, '2026-11-24T03:00:00.006Z', NULL, ?, NULL, '2026-11-23T03:00:00.006Z')`)
+      .run(uuid(600), uuid(601), JSON.stringify({ error: HOSTILE.slice(0, 6), n: 9007199254740993 }), 'ops@example.com', 'SMTP 451 4.3.0 try again\nlater\t\\');
+    db.prepare("INSERT INTO notification_marks (key, at, count) VALUES (?, '2026-11-23T03:00:00.007Z', 9007199254740993)").run(`license.expired:${uuid(100)}:9999-12-31T23:59:59.999Z\t\\`);
   } finally {
     db.close();
   }

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { LicenseClient } from '../../src/client/index.js';
 import { verifyGraceToken } from '../../src/lib/licensing/grace-token.js';
 import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
+import { TABLES } from '../../src/lib/storage/migrations.js';
 import { CLI, ok, runCli, type CliResult } from '../support/cli.js';
 import { createTestDatabase, dropTestDatabase, requirePostgres } from '../support/postgres.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
@@ -248,7 +249,7 @@ describe('README: moving from SQLite to PostgreSQL, as the guide says', function
     const restored = await guide('backup restore', appEnv[0]!, { '20261123T231500123Z-3f9a1c': copied });
     assert.equal(restored.code, 0, restored.stderr);
     const restoreMs = Date.now() - restoreStarted;
-    assert.match(restored.stdout, /^moved from SQLite to PostgreSQL: 14 tables, \d+ rows; database\.url is unchanged$/m);
+    assert.match(restored.stdout, new RegExp(`^moved from SQLite to PostgreSQL: ${TABLES.length} tables, \\d+ rows; database\\.url is unchanged$`, 'm'));
     assert.match(restored.stdout, /^configuration restored; the replaced file is kept as .*config\.yaml\.replaced-/m);
     const onPostgres = await snapshot(appEnv[0]!);
     for (const kind of ['licenses', 'customers', 'machines', 'tokens', 'usage'] as const) {
@@ -361,7 +362,7 @@ describe('README: moving from SQLite to PostgreSQL, as the guide says', function
     copyFileSync(path.join(appDirs[0]!, 'backups', lastFile), carried);
     const rolledBack = await guide('backup restore', oldEnv, { '20261124T080000000Z-9b1e07': carried });
     assert.equal(rolledBack.code, 0, rolledBack.stderr);
-    assert.match(rolledBack.stdout, /^moved from PostgreSQL to SQLite: 14 tables, \d+ rows; database\.url is unchanged$/m);
+    assert.match(rolledBack.stdout, new RegExp(`^moved from PostgreSQL to SQLite: ${TABLES.length} tables, \\d+ rows; database\\.url is unchanged$`, 'm'));
     assert.match(rolledBack.stdout, /the previous state is backup \S+/, 'old\'s own state is kept as a pre-restore backup');
     const again = await startServe(oldEnv);
     serves.push(again);

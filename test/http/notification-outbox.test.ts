@@ -62,6 +62,17 @@ forEachEngine('notifications pending when the daemon is SIGKILLed', (fixture) =>
     }
   };
 
+  /** The receiver back to 200, a new daemon: every delivery of `ids` acknowledged once, even a poll later. */
+  const restartAndExpectEachOnce = async (ids: readonly string[]): Promise<void> => {
+    mode = 200;
+    serve = await startServe(env);
+    await eventually(async () => (await outbox()).every((row) => row.status === 'delivered'), 'the restarted daemon delivered them', 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 2500));
+    assert.deepEqual([...acknowledged].sort(), [...ids].sort(), 'each acknowledged exactly once');
+    await serve.stop();
+    serve = undefined;
+  };
+
   it('delivers after a restart, once each, what the killed daemon was sending', async function () {
     this.timeout(60_000);
     mode = 'hang';
@@ -74,13 +85,7 @@ forEachEngine('notifications pending when the daemon is SIGKILLed', (fixture) =>
     // Attempts that hang past the 5 s timeout end and are recorded; those cut by the kill are not.
     assert.ok(killed.some((row) => row.claimed_by !== null), 'the dead daemon still holds claims of attempts it never finished');
 
-    mode = 200;
-    serve = await startServe(env);
-    await eventually(async () => (await outbox()).every((row) => row.status === 'delivered'), 'the restarted daemon delivered them', 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    assert.deepEqual([...acknowledged].sort(), killed.map((row) => row.id).sort(), 'each acknowledged exactly once');
-    await serve.stop();
-    serve = undefined;
+    await restartAndExpectEachOnce(killed.map((row) => row.id));
   });
 
   it('delivers after a restart, once each, what the killed daemon was waiting to retry', async function () {
@@ -95,12 +100,6 @@ forEachEngine('notifications pending when the daemon is SIGKILLed', (fixture) =>
     const killed = (await outbox()).filter((row) => !before.has(row.id));
     assert.ok(killed.every((row) => row.status === 'pending'));
 
-    mode = 200;
-    serve = await startServe(env);
-    await eventually(async () => (await outbox()).every((row) => row.status === 'delivered'), 'the restarted daemon delivered them', 20_000);
-    await new Promise((resolve) => setTimeout(resolve, 2500));
-    assert.deepEqual([...acknowledged].sort(), killed.map((row) => row.id).sort(), 'each acknowledged exactly once');
-    await serve.stop();
-    serve = undefined;
+    await restartAndExpectEachOnce(killed.map((row) => row.id));
   });
 });

@@ -1,3 +1,4 @@
+import { DEFAULT_RETRY, Deliverer, type DelivererOptions } from '../../src/lib/notifications/deliverer.js';
 import { replaceNotificationSettings } from '../../src/lib/notifications/settings.js';
 import type { Database } from '../../src/lib/storage/types.js';
 
@@ -54,5 +55,21 @@ export function rollingBack(db: Database): Database {
       const value = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
+  });
+}
+
+/**
+ * A deliverer over `db` as the daemon makes one, with the default retry schedule, no SMTP
+ * relay and no log, unless `more` says otherwise.
+ */
+export function testDeliverer(db: Database, more: Partial<DelivererOptions> = {}): Deliverer {
+  return new Deliverer({
+    database: () => db,
+    server: () => 'licenses.test',
+    retry: () => DEFAULT_RETRY,
+    email: () => undefined,
+    allowLinkLocal: () => false,
+    log: () => undefined,
+    ...more,
   });
 }

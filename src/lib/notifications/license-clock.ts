@@ -3,6 +3,7 @@ import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 import { LICENSE_FIELD_COLUMNS, licenseFieldsOfRow } from './license-events.js';
 import { raiseEvent } from './outbox.js';
+import { hasEnabledRuleFor } from './settings.js';
 
 /** `notifications.expiring_soon_days` when unset: reminders 30, 7 and 1 days before the end. */
 
@@ -30,6 +31,8 @@ export interface DeadlineScanOptions {
  *   that ended longer ago than that, such as one ended a year before this feature first
  *   ran, is never read, so a first scan of an old store sends nothing for it.
  *
+ * An event no enabled rule selects is not scanned for at all.
+ *
  * Each event is raised in the transaction that inserts its mark (ON CONFLICT DO NOTHING
  * RETURNING): two scans at once, on two daemons, raise it once between them. Only the
  * licenses whose valid_until is in the windows are read, by the index licenses_valid_until,
@@ -42,7 +45,10 @@ export async function scanLicenseDeadlines(db: Database, options: DeadlineScanOp
   const at = options.now.getTime();
   const largest = windows[0] ?? 0;
   let raised = 0;
-  if (largest > 0) {
+  // With no rule that wants them, a scan would only write marks: it reads nothing. A rule
+  // added later starts at each license's current window (the catch-up rule), not a burst.
+  const [expiring, expired] = await Promise.all([hasEnabledRuleFor(db, 'license.expiring_soon'), hasEnabledRuleFor(db, 'license.expired')]);
+  if (largest > 0 && expiring) {
     raised += await scanRange(db, options.now, at, at + largest * DAY_MS, batchSize, (row) => {
       const fields = licenseFieldsOfRow(row);
       const left = Date.parse(fields.valid_until) - at;
@@ -57,7 +63,7 @@ export async function scanLicenseDeadlines(db: Database, options: DeadlineScanOp
       };
     });
   }
-  raised += await scanRange(db, options.now, at - Math.max(largest, 1) * DAY_MS, at, batchSize, (row) => {
+  if (expired) raised += await scanRange(db, options.now, at - Math.max(largest, 1) * DAY_MS, at, batchSize, (row) => {
     const fields = licenseFieldsOfRow(row);
     return { key: `license.expired:${fields.license_id}:${fields.valid_until}`, skipped: [], event: 'license.expired', data: fields };
   });

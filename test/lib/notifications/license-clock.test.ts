@@ -7,6 +7,7 @@ import { scanLicenseDeadlines } from '../../../src/lib/notifications/license-clo
 import { LicenseClockScheduler } from '../../../src/lib/notifications/license-clock-scheduler.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import type { Database } from '../../../src/lib/storage/types.js';
+import { replaceNotificationSettings } from '../../../src/lib/notifications/settings.js';
 import { forEachEngine } from '../../support/engines.js';
 import { FakeClock } from '../../support/fake-clock.js';
 import { deliveries, everyEventToWebhook } from '../../support/outbox-rows.js';
@@ -42,6 +43,17 @@ forEachEngine('license.expiring_soon and license.expired on a fake clock (issue 
     await everyEventToWebhook(db, ['license.expiring_soon']);
   });
   afterEach(async () => db?.close());
+
+  it('reads and marks nothing while no rule wants the events, and starts at the current window when one is added', async () => {
+    await replaceNotificationSettings(db, { rules: [{ event: 'backup.*', email: 'ops@initech.example' }] }, operator);
+    const license = await endingIn(5);
+    await endingIn(-0.5);
+    assert.deepEqual(await scan(), { raised: 0 });
+    assert.deepEqual(await db.query('SELECT key FROM notification_marks'), [], 'no marks: nothing was scanned');
+    await everyEventToWebhook(db, ['license.expiring_soon']);
+    assert.deepEqual(await scan(), { raised: 2 });
+    assert.deepEqual((await events(license)).map((entry) => entry.window_days), [7], 'the window the license is in, not the 30-day one first');
+  });
 
   it('fires once per window as the end comes near (30, 7, 1 days), then license.expired once', async () => {
     const license = await endingIn(40);

@@ -3,7 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Deliverer, type DeliveryOutcome } from '../../../src/lib/notifications/deliverer.js';
+import type { DeliveryOutcome } from '../../../src/lib/notifications/deliverer.js';
 import { SIGNATURE_HEADER } from '../../../src/lib/notifications/notifier.js';
 import { raiseEvent } from '../../../src/lib/notifications/outbox.js';
 import type { Resolver } from '../../../src/lib/notifications/address.js';
@@ -13,6 +13,7 @@ import { readNotificationSettings, redactSettings, replaceNotificationSettings, 
 import { LicenseServerError } from '../../../src/lib/errors.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import type { Database } from '../../../src/lib/storage/types.js';
+import { testDeliverer } from '../../support/outbox-rows.js';
 import { startReceiver, type Received } from '../../support/receiver.js';
 
 /** What a receiver must do: recompute the HMAC over the exact body and compare in constant time. */
@@ -38,11 +39,9 @@ describe('notifications', () => {
   ) => {
     const ids = await db.transaction((tx) => raiseEvent(tx, event, data));
     let at = Date.now();
-    const deliverer = new Deliverer({
-      database: () => db,
+    const deliverer = testDeliverer(db, {
       server: () => 'licenses.example.com',
       retry: () => ({ firstDelaySeconds: 1, maxDelaySeconds: 1, giveUpHours: 1 }),
-      email: () => undefined,
       allowLinkLocal: () => options.allowLinkLocal ?? false,
       log: (entry) => logs.push(entry),
       clock: () => new Date(at),

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { hostname } from 'node:os';
-import { Deliverer, retryDelayMs, type DelivererOptions, type DeliveryOutcome } from '../../../src/lib/notifications/deliverer.js';
+import { retryDelayMs, type DelivererOptions, type DeliveryOutcome } from '../../../src/lib/notifications/deliverer.js';
 import { NO_CUSTOMER_EMAIL, raiseEvent } from '../../../src/lib/notifications/outbox.js';
 import { replaceNotificationSettings } from '../../../src/lib/notifications/settings.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
@@ -8,6 +8,7 @@ import type { Database } from '../../../src/lib/storage/types.js';
 import { createCustomer } from '../../../src/lib/customers.js';
 import { createLicense } from '../../../src/lib/licensing/licenses.js';
 import { forEachEngine } from '../../support/engines.js';
+import { testDeliverer } from '../../support/outbox-rows.js';
 import { startReceiver } from '../../support/receiver.js';
 
 const HOUR = 3_600_000;
@@ -30,18 +31,7 @@ forEachEngine('the notification outbox', (fixture) => {
       rules: more.rules ?? [{ event: '*', webhook: 'ops' }],
     }, context);
 
-  const deliverer = (clock: () => Date, more: Partial<DelivererOptions> = {}) =>
-    new Deliverer({
-      database: () => db,
-      server: () => 'licenses.test',
-      retry: () => ({ firstDelaySeconds: 30, maxDelaySeconds: 3600, giveUpHours: 24 }),
-      email: () => undefined,
-      allowLinkLocal: () => false,
-      log: () => undefined,
-      clock,
-      webhookTimeoutMs: 2000,
-      ...more,
-    });
+  const deliverer = (clock: () => Date, more: Partial<DelivererOptions> = {}) => testDeliverer(db, { clock, webhookTimeoutMs: 2000, ...more });
 
   const rows = () => db.query('SELECT id, status, attempts, channel, target, last_error, next_attempt_at FROM notification_deliveries ORDER BY created_at, id');
 
@@ -133,7 +123,7 @@ forEachEngine('the notification outbox', (fixture) => {
       });
       const now = () => new Date();
       const one = deliverer(now, { owner: 'daemon-one' });
-      const two = new Deliverer({ ...optionsOf(one), database: () => other, owner: 'daemon-two' });
+      const two = testDeliverer(other, { clock: now, webhookTimeoutMs: 2000, owner: 'daemon-two' });
       const [a, b] = await Promise.all([one.deliverDue(), two.deliverDue()]);
       assert.equal(a.length + b.length, 60);
       const received = receiver.received.map((r) => String(r.headers['x-license-server-delivery']));
@@ -179,7 +169,3 @@ forEachEngine('the notification outbox', (fixture) => {
     assert.deepEqual((await db.query('SELECT data FROM notification_deliveries ORDER BY data')).map((row) => JSON.parse(String(row.data)).backup_id), ['pending', 'recent']);
   });
 });
-
-function optionsOf(deliverer: Deliverer): DelivererOptions {
-  return (deliverer as unknown as { options: DelivererOptions }).options;
-}

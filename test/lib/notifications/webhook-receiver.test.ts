@@ -4,12 +4,12 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Deliverer } from '../../../src/lib/notifications/deliverer.js';
 import { signBody } from '../../../src/lib/notifications/notifier.js';
 import { raiseEvent } from '../../../src/lib/notifications/outbox.js';
 import { replaceNotificationSettings } from '../../../src/lib/notifications/settings.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import type { Database } from '../../../src/lib/storage/types.js';
+import { testDeliverer } from '../../support/outbox-rows.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const example = path.join(root, 'examples', 'webhook-receiver.mjs');
@@ -67,14 +67,7 @@ describe('webhook signatures', () => {
 
     it('accepts signed deliveries, handles a redelivered one once, and refuses a wrong signature', async () => {
       await replaceNotificationSettings(db, { webhooks: [{ name: 'example', url, secret }], rules: [{ event: '*', webhook: 'example' }] }, { actor: 'test' });
-      const deliverer = new Deliverer({
-        database: () => db,
-        server: () => 'licenses.test',
-        retry: () => ({ firstDelaySeconds: 30, maxDelaySeconds: 3600, giveUpHours: 24 }),
-        email: () => undefined,
-        allowLinkLocal: () => false,
-        log: () => undefined,
-      });
+      const deliverer = testDeliverer(db);
       const [first] = await db.transaction((tx) => raiseEvent(tx, 'backup.succeeded', { backup_id: 'b1', customer_name: 'Zoë' }));
       await db.transaction((tx) => raiseEvent(tx, 'backup.failed', { error: 'disk full' }));
       assert.deepEqual((await deliverer.deliverDue()).map((outcome) => outcome.status), ['delivered', 'delivered']);
