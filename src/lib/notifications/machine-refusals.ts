@@ -2,6 +2,7 @@ import { now, type OperationContext } from '../context.js';
 import type { Database } from '../storage/types.js';
 import { asInt, asIso } from '../storage/values.js';
 import { raiseLicenseEvent } from './license-events.js';
+import { hasEnabledRuleFor } from './settings.js';
 
 /** At most one machine.limit_exceeded event per license in this time. */
 export const LIMIT_EXCEEDED_INTERVAL_MS = 3_600_000;
@@ -14,7 +15,7 @@ export interface MachineRefusal {
 
 /**
  * Counts a new machine refused for the license's machine limit, and raises
- * `machine.limit_exceeded` for the first refusal, then for the first one at least an hour
+ * `machine.limit_exceeded` (when an enabled rule selects it) for the first refusal, then for the first one at least an hour
  * after the previous event, with `refused_count` the refusals since that event (this one
  * included). The mark `machine.limit_exceeded:<license>` holds the time of the last event
  * (`at`) and the refusals counted since without one (`count`).
@@ -25,6 +26,8 @@ export interface MachineRefusal {
  * values it returns cannot be overtaken by another refusal.
  */
 export async function countMachineRefusal(db: Database, refusal: MachineRefusal, context: Pick<OperationContext, 'clock'>): Promise<{ raised: boolean }> {
+  // Refusals repeat as fast as clients retry: with no rule that wants them, one small read, no write.
+  if (!(await hasEnabledRuleFor(db, 'machine.limit_exceeded'))) return { raised: false };
   const key = `machine.limit_exceeded:${refusal.licenseId}`;
   return db.transaction(async (tx) => {
     const at = now(context);

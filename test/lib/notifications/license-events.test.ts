@@ -8,6 +8,7 @@ import { createLicense, getLicense, setLicenseActive, type License } from '../..
 import { validateOnline } from '../../../src/lib/licensing/online-validation.js';
 import { recordUsage } from '../../../src/lib/licensing/usage.js';
 import { countMachineRefusal } from '../../../src/lib/notifications/machine-refusals.js';
+import { replaceNotificationSettings } from '../../../src/lib/notifications/settings.js';
 import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
 import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
 import { rotateSigningKey } from '../../../src/lib/signing-keys/rotation.js';
@@ -202,6 +203,21 @@ forEachEngine('license events raised with their change (issue 25)', (fixture) =>
     assert.equal(rows[0]!.data.refused_count, 1);
     const [mark] = await db.query('SELECT count FROM notification_marks WHERE key = ?', [`machine.limit_exceeded:${license.id}`]);
     assert.equal(Number(mark!.count), 12 - 1 + 9, 'every refusal but the one that raised is counted for the next event');
+  });
+
+  it('machine.limit_exceeded: refusals that no rule wants write nothing, not even a mark', async () => {
+    const license = await newLicense({ maxMachines: 1 });
+    assert.ok((await validate(license, 'HW-OK')).valid);
+    await replaceNotificationSettings(db, { rules: [{ event: 'backup.*', email: 'ops@example.com' }] }, operator);
+    try {
+      for (let i = 0; i < 3; i += 1) {
+        const answer = await validate(license, `HW-NO-RULE-${i}`);
+        assert.ok(!answer.valid && answer.reason === 'MACHINE_LIMIT_EXCEEDED');
+      }
+      assert.deepEqual(await db.query('SELECT key FROM notification_marks WHERE key = ?', [`machine.limit_exceeded:${license.id}`]), []);
+    } finally {
+      await everyEventToWebhook(db, ['license.created']);
+    }
   });
 
   describe('usage.threshold', () => {
