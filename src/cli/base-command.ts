@@ -94,6 +94,29 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     }
   }
 
+  /**
+   * For a command that opens the store its own way (a restore): delivers what `work` raised,
+   * as withDatabase does, through the store and configuration as they are afterwards.
+   */
+  protected async delivering<R>(work: () => Promise<R>): Promise<R> {
+    const raised = await collectRaised();
+    let result: R;
+    try {
+      result = await work();
+    } catch (error) {
+      raised.stop();
+      throw error;
+    }
+    const config = await this.resolveConfig();
+    const db = await openExistingStore(config);
+    try {
+      for (const warning of await raised.deliver(db, config)) process.stderr.write(`warning: ${warning}\n`);
+    } finally {
+      await db.close();
+    }
+    return result;
+  }
+
   /** The audit log's "who" for this command line. */
   protected operationContext(): OperationContext {
     let user: string;

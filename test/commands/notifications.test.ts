@@ -103,6 +103,21 @@ describe('notifications from the command line and the daemon', function () {
     }
   });
 
+  it('backup restore delivers the restored store\'s backup.restored before it exits', async () => {
+    const receiver = await startReceiver();
+    try {
+      writeFileSync(path.join(work, 'r.json'), JSON.stringify({ webhooks: [{ name: 'ops', url: receiver.url, secret: 'restore-secret-0123456789' }], rules: [{ event: 'backup.restored', webhook: 'ops' }] }));
+      ok(await cli('notifications', 'set', '--file', path.join(work, 'r.json')));
+      const backup = ok(await cli('backup', 'create', '--json')).json();
+      const restored = ok(await cli('backup', 'restore', backup.id, '--yes'));
+      const events = receiver.received.map((r) => JSON.parse(r.body));
+      assert.deepEqual(events.map((event) => [event.event, event.data.backup_id]), [['backup.restored', backup.id]], restored.stderr);
+      assert.match(events[0].data.pre_restore_backup_id, /^\d{8}T\d{9}Z-[0-9a-f]{6}$/);
+    } finally {
+      await receiver.close();
+    }
+  });
+
   describe('webhook URLs with credentials, redirects and link-local addresses', () => {
     let dir: string;
     let envHere: Record<string, string>;

@@ -43,7 +43,8 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
       await this.confirm(preview);
     }
     const { restoreBackup } = await import('../../lib/backup/restore.js');
-    const report = await withProgress(Boolean(process.stderr.isTTY) && !this.jsonEnabled(), 'Restoring', (progress) =>
+    // The restored store's rules send its backup.restored.
+    const report = await this.delivering(() => withProgress(Boolean(process.stderr.isTTY) && !this.jsonEnabled(), 'Restoring', (progress) =>
       restoreBackup({
         config,
         reference: this.args.backup,
@@ -55,7 +56,7 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
         onPhase: (phase, total) => progress.phase({ validate: 'Validating the backup', convert: 'Converting it for this database engine', 'safety-backup': 'Backing up the current state', restore: 'Restoring' }[phase], total),
         onProgress: (bytes) => progress.bytes(bytes),
       }),
-    );
+    ));
     this.show(reportLines(report));
     return report;
   }
