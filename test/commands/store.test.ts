@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
 import { TABLES } from '../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { asUser, ok, runCli, type CliResult } from '../support/cli.js';
+import { asUser, CLI, ok, runCli, type CliResult } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 import { usePostgresDatabase } from '../support/postgres.js';
 import { startServe } from '../support/serve.js';
@@ -197,6 +198,11 @@ describe('a store of another user (SQLite)', () => {
       console.warn('    (skipping: running as another user needs root, or sudo under CI=true)');
       this.skip();
     }
+    // The other user runs this checkout's CLI: a checkout under a private directory (mktemp -d
+    // makes them 0700) would fail every case below with MODULE_NOT_FOUND instead.
+    const [command, ...prefix] = asUser('nobody', {})!;
+    const probe = spawnSync(command!, [...prefix, 'test', '-r', CLI]);
+    assert.equal(probe.status, 0, `user nobody cannot read ${CLI}: run the suite from a checkout that other users may read (chmod o+rx on each directory of its path)`);
     work = mkdtempSync(path.join(tmpdir(), 'license-other-user-'));
     // Only the data directory (0700, as init makes it) and the database (0600) keep nobody out.
     chmodSync(work, 0o755);
