@@ -24,6 +24,10 @@ const CONNECTION_CODES = new Set([
 ]);
 const CONNECTION_CLASSES = ['08'];
 
+/** deadlock_detected and serialization_failure: the transaction was rolled back and may be run again. */
+const RETRYABLE_CODES = new Set(['40P01', '40001']);
+const TRANSACTION_ATTEMPTS = 4;
+
 export interface PostgresOpenOptions {
   readonly applicationName?: string;
   readonly timeouts?: PostgresTimeouts;
@@ -66,7 +70,29 @@ export class PostgresDatabase implements Database {
     return this.withClient((client) => this.run(client, sql, params)).then((result) => result.rowCount ?? 0);
   }
 
+  /**
+   * A transaction the server ended to break a deadlock (40P01) or a serialization failure
+   * (40001) is run again from the start, up to TRANSACTION_ATTEMPTS times: its work was
+   * rolled back whole, and the other party went on. Under the licenses' row locks such a
+   * cycle is rare but real: PostgreSQL keeps the row lock an UPDATE took while waiting for a
+   * concurrent writer even when the row then fails the UPDATE's WHERE, so a validation that
+   * finds its seat gone meanwhile holds the machine's row as it asks for the license's,
+   * the reverse of a deactivation's order. `fn` must therefore do nothing but database work
+   * that can be repeated (every caller's does).
+   */
   async transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await this.transactionOnce(fn, options);
+      } catch (error) {
+        if (attempt >= TRANSACTION_ATTEMPTS || !RETRYABLE_CODES.has((error as { code?: string }).code ?? '')) throw error;
+        // Apart, so that the same two do not meet again at the same instant.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      }
+    }
+  }
+
+  private async transactionOnce<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions): Promise<T> {
     // A migration may rewrite a whole table, or wait for another process's: no limit.
     const deadline = options.unbounded ? 0 : undefined;
     return this.withClient(async (client, drop) => {
