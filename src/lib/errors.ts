@@ -23,6 +23,8 @@ export const EXIT = {
   backup: 13,
   backupKey: 14,
   notDelivered: 15,
+  copyFailed: 16,
+  stale: 17,
 } as const;
 
 interface ErrorSpec {
@@ -212,6 +214,27 @@ export const ERROR_TABLE = {
   LISTEN_FAILED: { exit: EXIT.unavailable, http: 500, hint: 'Pick a free port with --port, or stop what listens there.' },
   RESTORE_IN_PROGRESS: { exit: EXIT.unavailable, http: 503, hint: 'Retry after the seconds in the Retry-After header.' },
   SHUTTING_DOWN: { exit: EXIT.unavailable, http: 503, hint: 'The server is stopping; retry against another instance or after restart.' },
+  TARGET_NOT_CONFIGURED: { exit: EXIT.config, http: 404, hint: 'The targets are the names under backup.targets; `license-server config show` lists them.' },
+  TARGET_UNAVAILABLE: {
+    exit: EXIT.unavailable,
+    http: 502,
+    hint: 'Check that the target is up and has room, and its settings under backup.targets (`license-server config show`); the message says what failed.',
+  },
+  TARGET_AUTH_FAILED: {
+    exit: EXIT.config,
+    http: 502,
+    hint: 'Check the target\'s credentials, and for SFTP its pinned host key (host_key_fingerprint or known_hosts_file): a changed host key is never accepted.',
+  },
+  BACKUP_COPY_FAILED: {
+    exit: EXIT.copyFailed,
+    http: 502,
+    hint: 'The backup was made, verified and kept here; the summary names each target that has no copy and why. `backup copy ID --to NAME` copies it once the target is back.',
+  },
+  BACKUP_STALE: {
+    exit: EXIT.stale,
+    http: 503,
+    hint: '`license-server backup status` shows each place\'s newest good backup and last error.',
+  },
   BACKUP_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List backups with `license-server backup list`.' },
   BACKUP_IN_PROGRESS: { exit: EXIT.conflict, http: 409, hint: 'Another backup, restore or prune is running; try again when it is done.' },
   DATABASE_IN_USE: {
