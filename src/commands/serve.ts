@@ -52,7 +52,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
     const log = createLogWriter();
     const { ServingState } = await import('../http/serving-state.js');
     let state: InstanceType<typeof ServingState> | undefined;
-    const { DAEMON_APPLICATION_NAME, holdDaemonLock } = await import('../lib/backup/daemon-lock.js');
+    const { DAEMON_APPLICATION_NAME, holdDaemonLock } = await import('../lib/backup/locks/daemon-lock.js');
     const { LockFence } = await import('../http/lock-fence.js');
     const fence = new LockFence(log, () => state);
     // Taken before the database is opened: a SQLite file opened before a running restore's

@@ -2,7 +2,7 @@ import { appendAudit } from '../lib/audit.js';
 import type { OperationContext } from '../lib/context.js';
 import { LicenseServerError } from '../lib/errors.js';
 import type { BackupRecord } from '../lib/backup/repository.js';
-import type { Trigger } from '../lib/backup/manifest.js';
+import type { Trigger } from '../lib/backup/archive/manifest.js';
 import type { RestoreReport } from '../lib/backup/restore.js';
 import type { RouteDependencies } from './app.js';
 import type { ServingState } from './serving-state.js';

@@ -1,4 +1,4 @@
-import type { DaemonLock } from '../lib/backup/daemon-lock.js';
+import type { DaemonLock } from '../lib/backup/locks/daemon-lock.js';
 import type { ResolvedConfig } from '../lib/config/resolve.js';
 import type { LicenseServerError } from '../lib/errors.js';
 import { forgetSigner } from '../lib/signing-keys/signer.js';

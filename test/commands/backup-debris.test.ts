@@ -8,7 +8,7 @@ import pg from 'pg';
 import { createBackup } from '../../src/lib/backup/create.js';
 import { listBackups } from '../../src/lib/backup/repository.js';
 import { validateBackup } from '../../src/lib/backup/validate.js';
-import { hostTag } from '../../src/lib/backup/work-owner.js';
+import { hostTag } from '../../src/lib/backup/locks/work-owner.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { openDatabase, isPostgresUrl } from '../../src/lib/storage/open.js';
 import { loadSqliteDriver } from '../../src/lib/storage/sqlite-driver.js';

@@ -4,8 +4,8 @@ import { chmodSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rm
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { listBackups } from '../../src/lib/backup/repository.js';
-import { deadScratchDatabases } from '../../src/lib/backup/scratch-databases.js';
-import { verifyArchive } from '../../src/lib/backup/verify.js';
+import { deadScratchDatabases } from '../../src/lib/backup/engines/scratch-databases.js';
+import { verifyArchive } from '../../src/lib/backup/archive/verify.js';
 import { ERROR_TABLE, type ErrorCode } from '../../src/lib/errors.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { ok, runCli, type CliResult } from '../support/cli.js';

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { TAR_END, tarHeader } from '../../src/lib/backup/tar-header.js';
+import { TAR_END, tarHeader } from '../../src/lib/backup/archive/tar-header.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { SCHEMA_VERSION } from '../../src/lib/storage/migrations.js';
 import { CLI, ok, runCli, type CliResult } from '../support/cli.js';

@@ -146,7 +146,7 @@ function daemonNamed(pid: number): RegExp {
   return new RegExp(`license-server serve: process ${pid} on ${hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, connected from 127\\.0\\.0\\.1 as server pid \\d+`);
 }
 
-// As in src/lib/backup/daemon-lock-postgres.ts.
+// As in src/lib/backup/locks/daemon-lock-postgres.ts.
 const PG_DAEMON_LOCK = 0x4c53_5356;
 
 function postgresLockLoss(store: () => Promise<{ env: Record<string, string>; url: string; backupId: string }>): void {

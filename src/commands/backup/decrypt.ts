@@ -14,7 +14,7 @@ Every chunk is authenticated before its bytes are written. The output is written
   async run(): Promise<{ file: string; out: string }> {
     const config = await this.resolveConfig();
     const [{ DecryptStream, sniff }, { writeStreamDurably }, { createReadStream }] = await Promise.all([
-      import('../../lib/backup/encryption.js'),
+      import('../../lib/backup/archive/encryption.js'),
       import('../../lib/files/durable-write.js'),
       import('node:fs'),
     ]);

@@ -18,7 +18,7 @@ Warns on standard error (also with --json, whose output stays the list) about wh
     const config = await this.resolveConfig();
     const [{ listBackups }, { findDebris }] = await Promise.all([
       import('../../lib/backup/repository.js'),
-      import('../../lib/backup/debris.js'),
+      import('../../lib/backup/locks/debris.js'),
     ]);
     const directory = this.flags.path ?? config.settings.backup.path;
     const { limit, offset, cursor } = this.flags;

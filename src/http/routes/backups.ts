@@ -1,7 +1,7 @@
 import type { RouteDependencies } from '../app.js';
 import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
-import { BACKUP_ID } from '../../lib/backup/manifest.js';
+import { BACKUP_ID } from '../../lib/backup/archive/manifest.js';
 import { backupView, pageBackups } from '../../lib/backup/view.js';
 import { expectFields, expectQuery, pageReply, PAGING_QUERY, queryPage } from '../fields.js';
 import type { Route } from '../router.js';
@@ -26,7 +26,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       scope: 'backups',
       handle: async ({ query }) => {
         const q = expectQuery(query, [...PAGING_QUERY]);
-        const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/debris.js')]);
+        const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/locks/debris.js')]);
         const page = pageBackups(await listBackups(directory()), queryPage(q));
         const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
         const warnings = await findDebris({ directory: directory(), databaseUrl: deps.settings.database.url });

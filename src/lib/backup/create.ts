@@ -11,15 +11,15 @@ import { asWriteFailure, describeFsError } from '../fs-errors.js';
 import { raiseEvent } from '../notifications/outbox.js';
 import { currentVersion } from '../storage/migrations.js';
 import type { Database } from '../storage/types.js';
-import { digestFile, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive.js';
-import { clearDebris } from './debris.js';
+import { digestFile, type ArchiveEntry, type EntryName, type FileDigest, type Progress } from './archive/archive.js';
+import { clearDebris } from './locks/debris.js';
 import { inWorker } from './in-worker.js';
-import { acquireBackupLock } from './lock.js';
-import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './manifest.js';
+import { acquireBackupLock } from './locks/lock.js';
+import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION, type Manifest, type Trigger } from './archive/manifest.js';
 import { archiveName, recordFrom, writeIndex, type BackupRecord } from './repository.js';
 import { exportNotifications, sanitizedConfigFile } from './settings-export.js';
 import type { KeySummary } from './signing-key-carry.js';
-import { snapshotSqlite } from './sqlite-snapshot.js';
+import { snapshotSqlite } from './engines/sqlite-snapshot.js';
 
 export interface CreateBackupOptions {
   readonly db: Database;

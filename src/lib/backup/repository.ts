@@ -4,8 +4,8 @@ import { LicenseServerError } from '../errors.js';
 import { writeFileDurably } from '../files/durable-write.js';
 import { kindOf, openRegularFile, readSmallRegularFile } from '../files/regular-file.js';
 import type { Engine } from '../storage/types.js';
-import { MAGIC, sniff } from './encryption.js';
-import { BACKUP_ID, type Manifest, type Trigger } from './manifest.js';
+import { MAGIC, sniff } from './archive/encryption.js';
+import { BACKUP_ID, type Manifest, type Trigger } from './archive/manifest.js';
 
 /**
  * The backup directory: `<id>.backup.tar.gz[.enc]` archives, each listed by an index file

@@ -5,8 +5,8 @@ import { LicenseServerError } from '../errors.js';
 import { listSigningKeys } from '../signing-keys/keys.js';
 import { openDatabase } from '../storage/open.js';
 import type { Database } from '../storage/types.js';
-import { readArchive } from './archive.js';
-import { parseManifest, type Manifest } from './manifest.js';
+import { readArchive } from './archive/archive.js';
+import { parseManifest, type Manifest } from './archive/manifest.js';
 import { resolveBackup } from './repository.js';
 import { changesOf, planKeySet, type KeySummary, type SigningKeyChange } from './signing-key-carry.js';
 

@@ -11,20 +11,20 @@ import { isPostgresUrl, openDatabase } from '../storage/open.js';
 import type { Database, Engine } from '../storage/types.js';
 import { SCHEMA_VERSION } from '../storage/migrations.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
-import type { Progress } from './archive.js';
+import type { Progress } from './archive/archive.js';
 import { createBackup } from './create.js';
-import { lockOutDaemons, type DaemonLock } from './daemon-lock.js';
-import type { ConvertedTables } from './cross-engine/sqlite-to-postgres.js';
-import { acquireBackupLock } from './lock.js';
-import type { Manifest } from './manifest.js';
-import type { PostgresRestore } from './postgres-restore.js';
+import { lockOutDaemons, type DaemonLock } from './locks/daemon-lock.js';
+import type { ConvertedTables } from './engines/cross-engine/sqlite-to-postgres.js';
+import { acquireBackupLock } from './locks/lock.js';
+import type { Manifest } from './archive/manifest.js';
+import type { PostgresRestore } from './engines/postgres-restore.js';
 import { resolveBackup, type BackupRecord } from './repository.js';
 import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revocations.js';
 import { SigningKeyCarry, type CarriedSigningKeys } from './signing-key-carry.js';
 import { mergeRestoredConfig } from './settings-export.js';
-import { checkSqlite } from './sqlite-snapshot.js';
-import { verifyArchive, type EntryConsumers } from './verify.js';
-import { ownedWorkPrefix, ownerOfWork, ownerState } from './work-owner.js';
+import { checkSqlite } from './engines/sqlite-snapshot.js';
+import { verifyArchive, type EntryConsumers } from './archive/verify.js';
+import { ownedWorkPrefix, ownerOfWork, ownerState } from './locks/work-owner.js';
 
 export interface RestoreOptions {
   readonly config: ResolvedConfig;
@@ -111,7 +111,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   let releaseKeys: (() => void) | undefined;
   try {
     const { file, record } = await resolveBackup(directory, options.reference);
-    if (postgres) await (await import('./postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
+    if (postgres) await (await import('./engines/postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
     options.onPhase?.('validate', (await stat(file)).size);
     await mkdir(stagingParent, { recursive: true, mode: 0o700 });
     // A restore killed earlier left its staging directory; one whose maker is gone is removed
@@ -138,7 +138,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     const startStreamedRestore = async (manifest: Manifest): Promise<EntryConsumers | undefined> => {
       checkCompatible(manifest);
       if (!postgres || manifest.engine !== 'postgres') return undefined;
-      const { openPostgresRestore } = await import('./postgres-restore.js');
+      const { openPostgresRestore } = await import('./engines/postgres-restore.js');
       const restore = await openPostgresRestore(settings.database.url, carry, keys, now(context));
       streamed = restore;
       return { 'database/postgres.sql': (content) => restore.load(content) };
@@ -176,7 +176,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       let database = archive.files.get(manifest.engine === 'sqlite' ? 'database/sqlite.db' : 'database/postgres.sql')!;
       if (manifest.engine !== target) {
         options.onPhase?.('convert');
-        const { convertForEngine } = await import('./cross-engine/convert.js');
+        const { convertForEngine } = await import('./engines/cross-engine/convert.js');
         ({ converted, file: database } = await convertForEngine(manifest.engine, database, staging));
       }
 
@@ -186,7 +186,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       options.onPhase?.('restore');
       await options.beforeSwap?.();
       if (postgres) {
-        const { restorePostgres } = await import('./postgres-restore.js');
+        const { restorePostgres } = await import('./engines/postgres-restore.js');
         await restorePostgres(settings.database.url, database, carry, keys, now(context));
       } else {
         await swapSqlite(settings.database.url, database, carry, keys, now(context));

@@ -3,8 +3,8 @@ import { now, type OperationContext } from '../context.js';
 import { syncDirectory } from '../files/durable-write.js';
 import { asWriteFailure } from '../fs-errors.js';
 import type { Database } from '../storage/types.js';
-import { clearDebris } from './debris.js';
-import { acquireBackupLock } from './lock.js';
+import { clearDebris } from './locks/debris.js';
+import { acquireBackupLock } from './locks/lock.js';
 import { listBackups, removePruned, unlistForPrune, type BackupRecord } from './repository.js';
 
 export interface RetentionPolicy {

@@ -2,12 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { LicenseServerError } from '../errors.js';
 import { asWriteFailure } from '../fs-errors.js';
-import type { Progress } from './archive.js';
-import { clearDebris } from './debris.js';
+import type { Progress } from './archive/archive.js';
+import { clearDebris } from './locks/debris.js';
 import { resolveBackup } from './repository.js';
-import { checkSqlite, sqliteSchemaVersion } from './sqlite-snapshot.js';
-import { verifyArchive } from './verify.js';
-import { ownedWorkPrefix } from './work-owner.js';
+import { checkSqlite, sqliteSchemaVersion } from './engines/sqlite-snapshot.js';
+import { verifyArchive } from './archive/verify.js';
+import { ownedWorkPrefix } from './locks/work-owner.js';
 
 export interface ValidationCheck {
   readonly check: string;
@@ -72,13 +72,13 @@ export async function validateBackup(options: {
     } else {
       const dump = archive.files.get('database/postgres.sql')!;
       if (options.scratchDatabaseUrl) {
-        const { loadDumpIntoScratch } = await import('./postgres-restore.js');
+        const { loadDumpIntoScratch } = await import('./engines/postgres-restore.js');
         const rows = await loadDumpIntoScratch(options.scratchDatabaseUrl, dump);
         checks.push({ check: 'database', detail: `loaded into a scratch database (${rows} rows), dropped again` });
       } else {
         // Without a PostgreSQL server at hand, the dump is checked the way a restore onto this
         // SQLite host would use it: converted into a scratch SQLite file, which is then checked.
-        const { buildSqliteFromPostgresDump } = await import('./cross-engine/postgres-to-sqlite.js');
+        const { buildSqliteFromPostgresDump } = await import('./engines/cross-engine/postgres-to-sqlite.js');
         const scratch = path.join(work, 'converted-sqlite.db');
         const { rows } = await buildSqliteFromPostgresDump(dump, scratch);
         await checkSqlite(scratch, 'integrity_check');

@@ -32,7 +32,7 @@ export function kekLockFile(database: string, kekId: string | null): string {
 /** Held by `serve` from before it opens the database until it exits. */
 export async function announceDaemonKek(databaseUrl: string, kekId: string | null): Promise<KekAnnouncement> {
   if (isPostgresUrl(databaseUrl)) return PostgresAnnouncement.take(databaseUrl, kekId);
-  const { SqliteLockFile } = await import('../backup/sqlite-lock-file.js');
+  const { SqliteLockFile } = await import('../backup/locks/sqlite-lock-file.js');
   const lock = SqliteLockFile.open(kekLockFile(databaseUrl, kekId));
   // Only a protect's check holds it EXCLUSIVE, and for a moment.
   for (let attempt = 0; !lock.tryShared() && attempt < 200; attempt += 1) await sleep(10);
@@ -48,7 +48,7 @@ export async function daemonsWithoutKek(databaseUrl: string, kekId: string): Pro
 }
 
 async function sqliteDaemonsWithout(database: string, kekId: string): Promise<string[]> {
-  const { SqliteLockFile } = await import('../backup/sqlite-lock-file.js');
+  const { SqliteLockFile } = await import('../backup/locks/sqlite-lock-file.js');
   const prefix = `${path.basename(database)}.daemon-kek-`;
   let names: string[];
   try {
@@ -74,7 +74,7 @@ async function sqliteDaemonsWithout(database: string, kekId: string): Promise<st
 async function postgresDaemonsWithout(url: string, kekId: string): Promise<string[]> {
   const [{ newPostgresClient }, { describeSession }] = await Promise.all([
     import('../storage/postgres-connection.js'),
-    import('../backup/daemon-lock-postgres.js'),
+    import('../backup/locks/daemon-lock-postgres.js'),
   ]);
   const client = newPostgresClient(url, 'license-server protect');
   try {
@@ -120,7 +120,7 @@ class PostgresAnnouncement implements KekAnnouncement {
   private async connect(): Promise<void> {
     const [{ newPostgresClient }, { processApplicationName }] = await Promise.all([
       import('../storage/postgres-connection.js'),
-      import('../backup/daemon-lock-postgres.js'),
+      import('../backup/locks/daemon-lock-postgres.js'),
     ]);
     // Named as the daemon lock's connection is, so that protect can name the daemon's process.
     const client = newPostgresClient(this.url, processApplicationName('license-server serve'));

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import pg from 'pg';
-import { CopyOut } from '../../../src/lib/backup/copy-out.js';
+import { CopyOut } from '../../../src/lib/backup/engines/copy-out.js';
 import { createTestDatabase, dropTestDatabase, requirePostgres } from '../../support/postgres.js';
 
 /** Reads `COPY sql TO STDOUT` through CopyOut; the client stays usable after it. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { decodeCopyField, encodeCopyField } from '../../../src/lib/backup/cross-engine/copy-text.js';
-import { postgresToSqlite, sqliteToCopyField, ValueRefused } from '../../../src/lib/backup/cross-engine/portable-values.js';
+import { decodeCopyField, encodeCopyField } from '../../../src/lib/backup/engines/cross-engine/copy-text.js';
+import { postgresToSqlite, sqliteToCopyField, ValueRefused } from '../../../src/lib/backup/engines/cross-engine/portable-values.js';
 
 describe('COPY text fields', () => {
   it('escape exactly backslash, newline, carriage return and tab, and read back what they wrote', () => {

@@ -6,9 +6,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
-import { EncryptStream, HEADER_LENGTH, MAGIC } from '../../../src/lib/backup/encryption.js';
-import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION } from '../../../src/lib/backup/manifest.js';
-import { ENTRY_NAMES } from '../../../src/lib/backup/archive.js';
+import { EncryptStream, HEADER_LENGTH, MAGIC } from '../../../src/lib/backup/archive/encryption.js';
+import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION } from '../../../src/lib/backup/archive/manifest.js';
+import { ENTRY_NAMES } from '../../../src/lib/backup/archive/archive.js';
 import { TABLES } from '../../../src/lib/storage/migrations.js';
 import { decodeKey } from '../../../src/lib/config/resolve.js';
 
@@ -21,7 +21,7 @@ describe('docs/backup-format.md', () => {
     assert.ok(doc.includes(`"format": "${BACKUP_FORMAT}"`) && doc.includes(`"format_version": ${BACKUP_FORMAT_VERSION}`));
     for (const name of ENTRY_NAMES) assert.ok(doc.includes(`| \`${name}\` |`), name);
     for (const table of TABLES) assert.ok(doc.includes(`\`${table.name}\``), `the dump's table order names ${table.name}`);
-    const source = readFileSync(new URL('../../../src/lib/backup/encryption.ts', import.meta.url), 'utf8');
+    const source = readFileSync(new URL('../../../src/lib/backup/archive/encryption.ts', import.meta.url), 'utf8');
     for (const label of source.matchAll(/'(license-server\/v1\/[a-z-]+)'/g)) assert.ok(doc.includes(`"${label[1]}"`), label[1]);
   });
 

@@ -4,7 +4,7 @@ import { createCipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
-import { DecryptStream, EncryptStream, HEADER_LENGTH, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, TAG_LENGTH } from '../../../src/lib/backup/encryption.js';
+import { DecryptStream, EncryptStream, HEADER_LENGTH, MAX_CHUNK_SIZE, MIN_CHUNK_SIZE, TAG_LENGTH } from '../../../src/lib/backup/archive/encryption.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
 
 const key = randomBytes(32);

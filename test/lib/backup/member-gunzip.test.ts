@@ -4,8 +4,8 @@ import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import { gunzipSync } from 'node:zlib';
-import { MemberGunzip } from '../../../src/lib/backup/member-gunzip.js';
-import { ParallelGzip } from '../../../src/lib/backup/parallel-gzip.js';
+import { MemberGunzip } from '../../../src/lib/backup/archive/member-gunzip.js';
+import { ParallelGzip } from '../../../src/lib/backup/archive/parallel-gzip.js';
 import { prng } from '../../support/prng.js';
 
 /** Text that compresses (rows of a dump, roughly) mixed with bytes that do not. */

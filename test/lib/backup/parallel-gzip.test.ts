@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { gunzipSync } from 'node:zlib';
-import { ParallelGzip } from '../../../src/lib/backup/parallel-gzip.js';
+import { ParallelGzip } from '../../../src/lib/backup/archive/parallel-gzip.js';
 
 describe('parallel gzip', () => {
   it('writes one valid gzip file of concatenated members, in order, that gunzip and Node read back', async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { buffer } from 'node:stream/consumers';
 import tar from 'tar-stream';
-import { TAR_END, tarHeader, tarPadding } from '../../../src/lib/backup/tar-header.js';
+import { TAR_END, tarHeader, tarPadding } from '../../../src/lib/backup/archive/tar-header.js';
 
 /** What tar-stream writes for one file entry of `size` bytes: its header block. */
 async function tarStreamHeader(name: string, size: number, mtime: Date): Promise<Buffer> {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { LicenseServerError } from '../../../src/lib/errors.js';
-import { processApplicationName } from '../../../src/lib/backup/daemon-lock-postgres.js';
+import { processApplicationName } from '../../../src/lib/backup/locks/daemon-lock-postgres.js';
 import { specFor } from '../../../src/lib/config/schema.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from '../../../src/lib/storage/postgres-connection.js';

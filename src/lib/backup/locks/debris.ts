@@ -1,13 +1,13 @@
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { recordAudit } from '../audit.js';
-import { now, type OperationContext } from '../context.js';
-import { syncDirectory } from '../files/durable-write.js';
-import { isPostgresUrl } from '../storage/open.js';
-import type { Database } from '../storage/types.js';
-import { asJson } from '../storage/values.js';
+import { recordAudit } from '../../audit.js';
+import { now, type OperationContext } from '../../context.js';
+import { syncDirectory } from '../../files/durable-write.js';
+import { isPostgresUrl } from '../../storage/open.js';
+import type { Database } from '../../storage/types.js';
+import { asJson } from '../../storage/values.js';
 import { backupLockHolderAlive } from './lock.js';
-import { archiveName, recordFrom, removePruned, unlistedFiles, writeIndex } from './repository.js';
+import { archiveName, recordFrom, removePruned, unlistedFiles, writeIndex } from '../repository.js';
 import { ownerOfWork, ownerState } from './work-owner.js';
 
 /**
@@ -98,7 +98,7 @@ export async function findDebris(scope: DebrisScope): Promise<DebrisItem[]> {
     }
   }
   if (scope.databaseUrl && isPostgresUrl(scope.databaseUrl)) {
-    const { deadScratchDatabases } = await import('./scratch-databases.js');
+    const { deadScratchDatabases } = await import('../engines/scratch-databases.js');
     for (const name of await deadScratchDatabases(scope.databaseUrl)) {
       items.push({ kind: 'scratch-database', name, message: `scratch database ${name} of a backup validate that is gone: the next backup create, prune or validate drops it` });
     }
@@ -139,7 +139,7 @@ export async function clearDebris(scope: DebrisScope & { locked?: LockedRecovery
     }
   }
   if (scope.databaseUrl && isPostgresUrl(scope.databaseUrl)) {
-    const { dropDeadScratchDatabases } = await import('./scratch-databases.js');
+    const { dropDeadScratchDatabases } = await import('../engines/scratch-databases.js');
     cleared.droppedDatabases.push(...(await dropDeadScratchDatabases(scope.databaseUrl)));
   }
   return cleared;
@@ -153,7 +153,7 @@ export async function clearDebris(scope: DebrisScope & { locked?: LockedRecovery
  */
 async function adoptOrRemove(directory: string, name: string, locked: LockedRecovery & { db: Database }): Promise<'adopted' | 'removed' | 'left'> {
   const file = path.join(directory, name);
-  const { verifyArchive } = await import('./verify.js');
+  const { verifyArchive } = await import('../archive/verify.js');
   let verified;
   try {
     verified = await verifyArchive(file, { key: locked.key, hashFile: true });

@@ -1,9 +1,9 @@
 import { open, readdir, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import path from 'node:path';
-import { LicenseServerError } from '../errors.js';
-import { asWriteFailure } from '../fs-errors.js';
-import { readSmallRegularFile } from '../files/regular-file.js';
+import { LicenseServerError } from '../../errors.js';
+import { asWriteFailure } from '../../fs-errors.js';
+import { readSmallRegularFile } from '../../files/regular-file.js';
 
 interface Holder {
   readonly pid: number;
@@ -47,7 +47,7 @@ const PG_BACKUP_LOCK = 0x4c53_424b;
  * backing up or restoring it at the same time.
  */
 async function acquireAdvisoryLock(databaseUrl: string, operation: string): Promise<() => Promise<void>> {
-  const { DEFAULT_POSTGRES_TIMEOUTS, endPostgresClient, newPostgresClient, withDeadline } = await import('../storage/postgres-connection.js');
+  const { DEFAULT_POSTGRES_TIMEOUTS, endPostgresClient, newPostgresClient, withDeadline } = await import('../../storage/postgres-connection.js');
   const client = newPostgresClient(databaseUrl, `license-server ${operation}`);
   const end = () => endPostgresClient(client, 1000);
   try {

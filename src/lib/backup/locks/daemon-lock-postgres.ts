@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { redactDatabaseUrl } from '../config/redact.js';
-import { LicenseServerError } from '../errors.js';
-import { postgresUnavailable } from '../storage/postgres.js';
-import { DEFAULT_POSTGRES_TIMEOUTS, dropPostgresClient, endPostgresClient, newPostgresClient, withDeadline } from '../storage/postgres-connection.js';
+import { redactDatabaseUrl } from '../../config/redact.js';
+import { LicenseServerError } from '../../errors.js';
+import { postgresUnavailable } from '../../storage/postgres.js';
+import { DEFAULT_POSTGRES_TIMEOUTS, dropPostgresClient, endPostgresClient, newPostgresClient, withDeadline } from '../../storage/postgres-connection.js';
 import { DAEMON_APPLICATION_NAME, databaseInUse, sleep, waitFor, type DaemonLock, type DaemonLockOptions } from './daemon-lock.js';
 
 // Arbitrary but fixed, and different from the backup and migration locks.

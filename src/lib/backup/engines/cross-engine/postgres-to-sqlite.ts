@@ -1,9 +1,9 @@
 import { createReadStream } from 'node:fs';
-import { LicenseServerError } from '../../errors.js';
-import { columnKind, type ColumnKind } from '../../storage/column-kinds.js';
-import { MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES } from '../../storage/migrations.js';
-import { addSqlFunctions } from '../../storage/sqlite.js';
-import { loadSqliteDriver } from '../../storage/sqlite-driver.js';
+import { LicenseServerError } from '../../../errors.js';
+import { columnKind, type ColumnKind } from '../../../storage/column-kinds.js';
+import { MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION, TABLES } from '../../../storage/migrations.js';
+import { addSqlFunctions } from '../../../storage/sqlite.js';
+import { loadSqliteDriver } from '../../../storage/sqlite-driver.js';
 import { decodeCopyField } from './copy-text.js';
 import { postgresToSqlite, ValueRefused } from './portable-values.js';
 import { rowName } from './row-name.js';

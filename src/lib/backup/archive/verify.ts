@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
-import { LicenseServerError } from '../errors.js';
+import { LicenseServerError } from '../../errors.js';
 import { digestOf, readArchive, type EntryName, type FileDigest, type Progress } from './archive.js';
 import { parseManifest, type Manifest } from './manifest.js';
 

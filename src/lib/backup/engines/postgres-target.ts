@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import { redactDatabaseUrl } from '../config/redact.js';
-import { LicenseServerError } from '../errors.js';
-import { TABLES } from '../storage/migrations.js';
+import { redactDatabaseUrl } from '../../config/redact.js';
+import { LicenseServerError } from '../../errors.js';
+import { TABLES } from '../../storage/migrations.js';
 import { connect } from './postgres-restore.js';
 
 /**

@@ -1,10 +1,10 @@
 import path from 'node:path';
 import type pg from 'pg';
-import { LicenseServerError } from '../errors.js';
-import { TABLES } from '../storage/migrations.js';
-import { newPostgresClient } from '../storage/postgres-connection.js';
+import { LicenseServerError } from '../../errors.js';
+import { TABLES } from '../../storage/migrations.js';
+import { newPostgresClient } from '../../storage/postgres-connection.js';
 import { readDumpSchema, quoteIdent } from './postgres-schema.js';
-import { CompressedSpool } from './compressed-spool.js';
+import { CompressedSpool } from '../archive/compressed-spool.js';
 import { COPY_OUT_BLOCK, CopyOut } from './copy-out.js';
 
 // A 4 KiB deflate window instead of 32 KiB: rows of a table repeat their neighbours', and

@@ -1,6 +1,6 @@
-import type { ColumnKind } from '../../storage/column-kinds.js';
-import { ISO_TIMESTAMP as CANONICAL_ISO } from '../../storage/values.js';
-import { hasLoneSurrogate, isUuid } from '../../validate.js';
+import type { ColumnKind } from '../../../storage/column-kinds.js';
+import { ISO_TIMESTAMP as CANONICAL_ISO } from '../../../storage/values.js';
+import { hasLoneSurrogate, isUuid } from '../../../validate.js';
 import { COPY_NULL, encodeCopyField } from './copy-text.js';
 
 /**

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
-import { LicenseServerError } from '../errors.js';
-import { isDeviceRefusal } from '../fs-errors.js';
-import { loadSqliteDriver, sqliteDriverPath } from '../storage/sqlite-driver.js';
+import { LicenseServerError } from '../../errors.js';
+import { isDeviceRefusal } from '../../fs-errors.js';
+import { loadSqliteDriver, sqliteDriverPath } from '../../storage/sqlite-driver.js';
 
 // Runs in a worker thread: VACUUM INTO and the integrity checks take seconds per gigabyte,
 // and on the main thread a daemon would stop answering for that long.

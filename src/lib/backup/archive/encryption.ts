@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEq
 import { Transform, type TransformCallback } from 'node:stream';
 import { hkdf } from '@noble/hashes/hkdf.js';
 import { sha256 } from '@noble/hashes/sha2.js';
-import { LicenseServerError } from '../errors.js';
+import { LicenseServerError } from '../../errors.js';
 
 /**
  * Encrypted backups (docs/backup-format.md, "Encryption"): a 44-byte header, then the

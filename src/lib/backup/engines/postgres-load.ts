@@ -3,7 +3,7 @@ import type { Writable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type pg from 'pg';
 import copy from 'pg-copy-streams';
-import { LicenseServerError } from '../errors.js';
+import { LicenseServerError } from '../../errors.js';
 
 const NEWLINE = 0x0a;
 const END_OF_ROWS = Buffer.from('\\.\n');

@@ -1,9 +1,9 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { finished } from 'node:stream/promises';
-import { LicenseServerError } from '../../errors.js';
-import { columnKind } from '../../storage/column-kinds.js';
-import { MIGRATIONS, MIGRATIONS_TABLE, TABLES } from '../../storage/migrations.js';
-import { loadSqliteDriver } from '../../storage/sqlite-driver.js';
+import { LicenseServerError } from '../../../errors.js';
+import { columnKind } from '../../../storage/column-kinds.js';
+import { MIGRATIONS, MIGRATIONS_TABLE, TABLES } from '../../../storage/migrations.js';
+import { loadSqliteDriver } from '../../../storage/sqlite-driver.js';
 import { rowName } from './row-name.js';
 import { sqliteToCopyField, ValueRefused } from './portable-values.js';
 

@@ -5,7 +5,7 @@ import { PassThrough, Readable, Transform, type TransformCallback, type Writable
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import tar from 'tar-stream';
-import { LicenseServerError } from '../errors.js';
+import { LicenseServerError } from '../../errors.js';
 import { DecryptStream, EncryptStream, MAGIC, sniff } from './encryption.js';
 import { MemberGunzip } from './member-gunzip.js';
 import { ParallelGzip } from './parallel-gzip.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { endPostgresClient, newPostgresClient } from '../storage/postgres-connection.js';
-import { hostTag, ownerState } from './work-owner.js';
+import { endPostgresClient, newPostgresClient } from '../../storage/postgres-connection.js';
+import { hostTag, ownerState } from '../locks/work-owner.js';
 
 /**
  * `backup validate` loads a PostgreSQL dump into a scratch database beside the served one

@@ -1,6 +1,6 @@
-import { LicenseServerError } from '../errors.js';
-import type { Engine } from '../storage/types.js';
-import type { KeySummary } from './signing-key-carry.js';
+import { LicenseServerError } from '../../errors.js';
+import type { Engine } from '../../storage/types.js';
+import type { KeySummary } from '../signing-key-carry.js';
 import { ENTRY_NAMES, type EntryName, type FileDigest } from './archive.js';
 
 export const BACKUP_FORMAT = 'license-server-backup';

@@ -1,4 +1,4 @@
-import { describe } from '../../validate.js';
+import { describe } from '../../../validate.js';
 
 /**
  * How an error names a row: by its primary key (ids, a version, a slot time, an event

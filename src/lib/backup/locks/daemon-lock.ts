@@ -1,6 +1,6 @@
-import { LicenseServerError } from '../errors.js';
-import { isPostgresUrl } from '../storage/open.js';
-import type { PostgresTimeouts } from '../storage/postgres-connection.js';
+import { LicenseServerError } from '../../errors.js';
+import { isPostgresUrl } from '../../storage/open.js';
+import type { PostgresTimeouts } from '../../storage/postgres-connection.js';
 
 /** The application_name of every `serve` connection, so that an operator sees them in pg_stat_activity. */
 export const DAEMON_APPLICATION_NAME = 'license-server serve';

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { Engine } from '../../storage/types.js';
+import type { Engine } from '../../../storage/types.js';
 import { buildSqliteFromPostgresDump } from './postgres-to-sqlite.js';
 import { writePostgresDumpOfSqlite, type ConvertedTables } from './sqlite-to-postgres.js';
 

@@ -1,10 +1,10 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
-import { LicenseServerError } from '../errors.js';
-import { describeFsError } from '../fs-errors.js';
-import { storeAccessDenied } from '../storage/file-access.js';
-import { loadSqliteDriver } from '../storage/sqlite-driver.js';
+import { LicenseServerError } from '../../errors.js';
+import { describeFsError } from '../../fs-errors.js';
+import { storeAccessDenied } from '../../storage/file-access.js';
+import { loadSqliteDriver } from '../../storage/sqlite-driver.js';
 
 /**
  * A lock between processes that disappears with its holder, taken on a small side file of

@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
-import { redactDatabaseUrl } from '../config/redact.js';
-import { LicenseServerError } from '../errors.js';
-import { TABLES } from '../storage/migrations.js';
-import { newPostgresClient } from '../storage/postgres-connection.js';
-import { toNumberedPlaceholders } from '../storage/placeholders.js';
-import type { Queryable, Row, SqlValue } from '../storage/types.js';
+import { redactDatabaseUrl } from '../../config/redact.js';
+import { LicenseServerError } from '../../errors.js';
+import { TABLES } from '../../storage/migrations.js';
+import { newPostgresClient } from '../../storage/postgres-connection.js';
+import { toNumberedPlaceholders } from '../../storage/placeholders.js';
+import type { Queryable, Row, SqlValue } from '../../storage/types.js';
 import { loadDump } from './postgres-load.js';
-import { CARRIED_TABLES, type RevocationCarry } from './revocations.js';
-import type { SigningKeyCarry } from './signing-key-carry.js';
+import { CARRIED_TABLES, type RevocationCarry } from '../revocations.js';
+import type { SigningKeyCarry } from '../signing-key-carry.js';
 import { newScratchDatabaseName, scratchApplicationName } from './scratch-databases.js';
 
 
