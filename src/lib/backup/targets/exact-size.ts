@@ -1,0 +1,35 @@
+import { Transform, type TransformCallback } from 'node:stream';
+
+/**
+ * Passes a body through and fails it unless exactly `size` bytes pass: an archive that
+ * changed size between its stat and its upload is not the archive that was verified, and
+ * must not reach a target as if it were.
+ */
+export class ExactSize extends Transform {
+  private seen = 0;
+
+  constructor(
+    private readonly size: number,
+    private readonly onProgress?: (bytes: number) => void,
+  ) {
+    super();
+  }
+
+  get bytes(): number {
+    return this.seen;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.seen += chunk.length;
+    if (this.seen > this.size) {
+      callback(new Error(`the body is longer than the ${this.size} bytes announced`));
+      return;
+    }
+    this.onProgress?.(this.seen);
+    callback(null, chunk);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    callback(this.seen === this.size ? null : new Error(`the body ended after ${this.seen} of the ${this.size} bytes announced`));
+  }
+}
