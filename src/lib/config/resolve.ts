@@ -8,6 +8,7 @@ import { readConfigFile } from './file.js';
 import { describeFsError } from '../fs-errors.js';
 import type { SmtpSettings } from '../notifications/email.js';
 import { resolveSmtp } from './smtp.js';
+import { describeTarget, parseTargets, type TargetSettings } from '../backup/targets/settings.js';
 
 export interface Settings {
   readonly dataDir: string;
@@ -55,10 +56,12 @@ export interface Settings {
     readonly keepDaily: number;
     readonly keepWeekly: number;
     readonly keepMonthly: number;
+    /** Off-site targets (backup/targets/settings.ts); empty when none are configured. */
+    readonly targets: readonly TargetSettings[];
   };
 }
 
-export type SettingValue = string | number | boolean | Buffer;
+export type SettingValue = string | number | boolean | Buffer | readonly TargetSettings[];
 
 export interface ResolvedSetting {
   readonly key: string;
@@ -164,6 +167,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       keepDaily: get('backup.keep_daily'),
       keepWeekly: get('backup.keep_weekly'),
       keepMonthly: get('backup.keep_monthly'),
+      targets: get<readonly TargetSettings[] | undefined>('backup.targets') ?? [],
     },
   };
   if ((settings.server.tlsCert === undefined) !== (settings.server.tlsKey === undefined)) {
@@ -192,6 +196,7 @@ export function displayEntries(config: ResolvedConfig): Array<{ key: string; val
     if (entry.value === undefined) shown = null;
     else if (entry.secret) shown = '[redacted]';
     else if (entry.key === 'database.url') shown = redactDatabaseUrl(String(entry.value));
+    else if (Array.isArray(entry.value)) shown = (entry.value as readonly TargetSettings[]).map(describeTarget).join('; ');
     else shown = String(entry.value);
     return { key: entry.key, value: shown, source: entry.source };
   });
@@ -333,6 +338,8 @@ function convert(spec: SettingSpec, found: RawValue): SettingValue {
       if (!days) return invalid('distinct whole days from 1 to 365, comma-separated, such as "30,7,1"');
       return days.join(',');
     }
+    case 'target-list':
+      return parseTargets(raw, source, found.baseDir);
     case 'backup-key': {
       if (typeof raw !== 'string') return invalid('32 bytes given as 64 hex digits or as Base64', false);
       const key = decodeKey(raw.trim());

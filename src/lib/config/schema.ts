@@ -3,7 +3,7 @@
  * command-line flag, its type and its default. docs/configuration.md mirrors this table and
  * test/lib/config/docs.test.ts keeps the two in step.
  */
-export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron' | 'choice' | 'day-list';
+export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron' | 'choice' | 'day-list' | 'target-list';
 
 export interface SettingSpec {
   readonly key: string;
@@ -349,6 +349,12 @@ export const SETTINGS: readonly SettingSpec[] = [
     // backup outlives the spec's 90 days on any schedule (3 kept nothing past 54 days).
     default: () => 6,
     description: 'Keep the newest backup of each of this many most recent months.',
+  },
+  {
+    key: 'backup.targets',
+    env: 'LICENSE_BACKUP_TARGETS',
+    type: 'target-list',
+    description: 'Off-site targets every backup is copied to once verified: a list of file, s3 and sftp targets (in the environment, the same list as JSON). Credentials are named (*_env, *_file), never written here. See "Off-site targets".',
   },
 ];
 
