@@ -75,6 +75,14 @@ async function createVerifiedBackup(options: CreateBackupOptions): Promise<Backu
   const { db, config, context } = options;
   const directory = path.resolve(options.directory ?? config.settings.backup.path);
   const key = config.settings.backup.encryptionKey;
+  if (options.directory !== undefined) {
+    // A directory named for this one backup (--path) is often a mount point: when the disk is
+    // not mounted, creating the path would fill this host's own disk instead.
+    const found = await stat(directory).catch(() => undefined);
+    if (!found?.isDirectory()) {
+      throw new LicenseServerError('FILE_WRITE_FAILED', `the backup directory ${directory} ${found ? 'is not a directory' : 'does not exist'}; a directory given with --path is never created (an unmounted disk would fill this host's instead)`);
+    }
+  }
   try {
     await mkdir(directory, { recursive: true, mode: 0o700 });
   } catch (error) {

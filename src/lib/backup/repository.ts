@@ -34,8 +34,25 @@ export function archiveName(id: string, encrypted: boolean): string {
   return `${id}.backup.tar.gz${encrypted ? '.enc' : ''}`;
 }
 
-function indexName(id: string): string {
+export function indexName(id: string): string {
   return `${id}.backup.json`;
+}
+
+/** The text of an index file as it is written, here and on every off-site target. */
+export function indexText(record: BackupRecord): string {
+  return `${JSON.stringify(record, null, 2)}\n`;
+}
+
+/** An index read back (here or from a target), or undefined when it is not the index of `id`. */
+export function parseIndex(text: string, id: string): BackupRecord | undefined {
+  try {
+    const record = JSON.parse(text) as BackupRecord;
+    if (typeof record !== 'object' || record === null || record.backup_id !== id || record.file !== archiveName(id, record.encrypted)) return undefined;
+    if (!Number.isSafeInteger(record.size) || record.size < 0 || typeof record.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(record.sha256)) return undefined;
+    return record;
+  } catch {
+    return undefined;
+  }
 }
 
 export function recordFrom(manifest: Manifest, file: { name: string; size: number; sha256: string }, encrypted: boolean, verifiedAt: Date): BackupRecord {
@@ -56,7 +73,7 @@ export function recordFrom(manifest: Manifest, file: { name: string; size: numbe
 }
 
 export async function writeIndex(directory: string, record: BackupRecord): Promise<void> {
-  await writeFileDurably(path.join(directory, indexName(record.backup_id)), `${JSON.stringify(record, null, 2)}\n`, { overwrite: true, mode: 0o600 });
+  await writeFileDurably(path.join(directory, indexName(record.backup_id)), indexText(record), { overwrite: true, mode: 0o600 });
 }
 
 /** Newest first. Reads only the small index files, never an archive, and needs no database. */
@@ -96,8 +113,8 @@ async function readIndexAndArchive(directory: string, id: string): Promise<{ rec
   try {
     const index = await readSmallRegularFile(path.join(directory, indexName(id)), INDEX_LIMIT);
     if (!Buffer.isBuffer(index)) return 'irregular' in index ? { irregular: `${indexName(id)} is ${index.irregular}` } : undefined;
-    const record = JSON.parse(index.toString('utf8')) as BackupRecord;
-    if (record.backup_id !== id || record.file !== archiveName(id, record.encrypted)) return undefined;
+    const record = parseIndex(index.toString('utf8'), id);
+    if (!record) return undefined;
     const archive = await lstat(path.join(directory, record.file));
     if (!archive.isFile()) return { irregular: `${record.file} is ${kindOf(archive)}` };
     return { record, archiveSize: archive.size };

@@ -13,6 +13,8 @@ export const EVENTS = [
   'backup.succeeded',
   'backup.failed',
   'backup.restored',
+  'backup.copy_failed',
+  'backup.stale',
   'license.checked_out',
   'license.created',
   'license.updated',

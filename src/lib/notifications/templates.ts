@@ -9,6 +9,8 @@ import type { NotificationEvent } from './notifier.js';
 export const DEFAULT_EMAIL_TEMPLATES: Readonly<Record<EventName | 'notification.test', { readonly subject: string; readonly body: string }>> = {
   'backup.succeeded': { subject: '[{{server}}] Backup {{backup_id}} made', body: 'The {{trigger}} backup {{backup_id}} was made and verified ({{size}} bytes, encrypted: {{encrypted}}).' },
   'backup.failed': { subject: '[{{server}}] Backup failed', body: 'The {{trigger}} backup failed: {{error}}' },
+  'backup.copy_failed': { subject: '[{{server}}] Backup {{backup_id}} not copied to {{target}}', body: 'Backup {{backup_id}} was made and kept on this host, but copying it to the off-site target {{target}} failed ({{reason}}): {{error}}. It is retried; `backup status` shows each target.' },
+  'backup.stale': { subject: '[{{server}}] No recent backup on {{place}}', body: 'The newest good backup on {{place}} is {{newest_backup_id}}, made {{newest_created_at}} ({{age_hours}} hours ago), older than the {{max_age_hours}} hours allowed. Last error: {{last_error}}.' },
   'backup.restored': { subject: '[{{server}}] Backup {{backup_id}} restored', body: 'Backup {{backup_id}} was restored by {{actor}}. The data it replaced is in backup {{pre_restore_backup_id}}.' },
   'license.checked_out': { subject: '[{{server}}] License {{license_id}} checked out', body: 'License {{license_id}} was checked out to a file valid until {{valid_until}} (hardware ID: {{hardware_id}}), by {{actor}}.' },
   'license.created': { subject: '[{{server}}] New license for {{customer_name}}', body: 'License {{license_id}} ({{type}}) was created for {{customer_name}}, valid from {{valid_from}} until {{valid_until}}.' },

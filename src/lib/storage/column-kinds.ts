@@ -46,6 +46,10 @@ export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, Colum
     last_error: t, delivered_at: ts, created_at: ts,
   },
   notification_marks: { key: t, at: ts, count: i },
+  backup_copies: {
+    backup_id: t, target: t, status: t, attempts: i, next_attempt_at: ts, claimed_by: t, claimed_until: ts, last_attempt_at: ts,
+    last_error: t, copied_at: ts, created_at: ts,
+  },
 };
 
 /** The kind of `table.column`, or undefined for a column this release does not know. */

@@ -316,6 +316,34 @@ function notificationOutbox(t: (typeof T)['sqlite']): string[] {
  */
 const LICENSE_DEADLINES = [`CREATE INDEX licenses_valid_until ON licenses (valid_until, id)`];
 
+/**
+ * Off-site copies (issue 26, backup/targets/copies.ts): one row per backup and target, written
+ * when the backup is made (or when a catch-up finds a target missing one), claimed for a
+ * copy by one process at a time (claimed_until, as the outbox's), and retried with backoff
+ * until copied. `backup status` reads each target's last error here; what a target holds is
+ * read from the target itself.
+ */
+function backupCopies(t: (typeof T)['sqlite']): string[] {
+  return [
+    `CREATE TABLE backup_copies (
+      backup_id TEXT NOT NULL,
+      target TEXT NOT NULL,
+      status TEXT NOT NULL CHECK (status IN ('pending', 'copied', 'failed')),
+      attempts ${t.int} NOT NULL DEFAULT 0,
+      next_attempt_at ${t.ts} NOT NULL,
+      claimed_by TEXT,
+      claimed_until ${t.ts},
+      last_attempt_at ${t.ts},
+      last_error TEXT,
+      copied_at ${t.ts},
+      created_at ${t.ts} NOT NULL,
+      PRIMARY KEY (backup_id, target)
+    )`,
+    `CREATE INDEX backup_copies_due ON backup_copies (status, next_attempt_at)`,
+    `CREATE INDEX backup_copies_target ON backup_copies (target, last_attempt_at)`,
+  ];
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -325,6 +353,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 6, name: 'list indexes', sqlite: LIST_INDEXES, postgres: LIST_INDEXES },
   { version: 7, name: 'notification outbox', sqlite: notificationOutbox(T.sqlite), postgres: notificationOutbox(T.postgres) },
   { version: 8, name: 'license deadlines', sqlite: LICENSE_DEADLINES, postgres: LICENSE_DEADLINES },
+  { version: 9, name: 'off-site copies', sqlite: backupCopies(T.sqlite), postgres: backupCopies(T.postgres) },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
@@ -351,6 +380,7 @@ export const TABLES: ReadonlyArray<{ readonly name: string; readonly since: numb
   { name: 'machines', since: 4 },
   { name: 'notification_deliveries', since: 7 },
   { name: 'notification_marks', since: 7 },
+  { name: 'backup_copies', since: 9 },
 ];
 
 // Arbitrary but fixed: every license-server process takes this advisory lock to migrate.

@@ -1,0 +1,111 @@
+import type { Database, Queryable } from '../../storage/types.js';
+import { asIso, asIsoOrNull } from '../../storage/values.js';
+import type { CopyOutcome } from './copy.js';
+
+/**
+ * The bookkeeping of off-site copies in `backup_copies` (migration 9): which backup still has
+ * to reach which target, who is copying it now, and what went wrong last. A copy is claimed
+ * for a lease before it starts, so two processes (two daemons on PostgreSQL, or a command and
+ * the daemon) never copy the same backup to the same target at once; a process killed while
+ * copying loses its claim when the lease ends.
+ */
+export const COPY_LEASE_MS = 30 * 60_000;
+
+export interface CopyRetry {
+  /** Seconds before the first retry; each later one waits twice as long, up to maxDelay. */
+  readonly firstDelaySeconds: number;
+  readonly maxDelaySeconds: number;
+}
+
+export const DEFAULT_COPY_RETRY: CopyRetry = { firstDelaySeconds: 60, maxDelaySeconds: 3600 };
+
+export interface DueCopy {
+  readonly backup_id: string;
+  readonly target: string;
+  readonly attempts: number;
+}
+
+/** Notes that `backupId` is to be copied to each of `targets` (already noted: unchanged). */
+export async function notePendingCopies(db: Queryable, backupId: string, targets: readonly string[], at: Date): Promise<void> {
+  for (const target of targets) {
+    await db.execute(
+      `INSERT INTO backup_copies (backup_id, target, status, attempts, next_attempt_at, created_at)
+       VALUES (?, ?, 'pending', 0, ?, ?) ON CONFLICT (backup_id, target) DO NOTHING`,
+      [backupId, target, at.toISOString(), at.toISOString()],
+    );
+  }
+}
+
+/**
+ * Claims the copy of `backupId` to `target` for `owner`, unless it is copied or someone else
+ * holds it. True when this process may copy it now.
+ */
+export async function claimCopy(db: Database, backupId: string, target: string, owner: string, at: Date): Promise<boolean> {
+  const changed = await db.execute(
+    `UPDATE backup_copies SET claimed_by = ?, claimed_until = ?
+     WHERE backup_id = ? AND target = ? AND status <> 'copied' AND (claimed_until IS NULL OR claimed_until < ? OR claimed_by = ?)`,
+    [owner, new Date(at.getTime() + COPY_LEASE_MS).toISOString(), backupId, target, at.toISOString(), owner],
+  );
+  return changed === 1;
+}
+
+/** Claims up to `limit` copies whose retry is due, oldest backup first (a catch-up goes in order). */
+export async function claimDueCopies(db: Database, owner: string, at: Date, limit: number): Promise<DueCopy[]> {
+  const lock = db.engine === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
+  const due = await db.query(`SELECT 1 FROM backup_copies WHERE status <> 'copied' AND next_attempt_at <= ? LIMIT 1`, [at.toISOString()]);
+  if (due.length === 0) return [];
+  const rows = await db.transaction((tx) =>
+    tx.query(
+      `UPDATE backup_copies SET claimed_by = ?, claimed_until = ?
+       WHERE (backup_id, target) IN (SELECT backup_id, target FROM backup_copies
+                                     WHERE status <> 'copied' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?)
+                                     ORDER BY backup_id LIMIT ${Math.max(1, Math.floor(limit))}${lock})
+       RETURNING backup_id, target, attempts`,
+      [owner, new Date(at.getTime() + COPY_LEASE_MS).toISOString(), at.toISOString(), at.toISOString()],
+    ),
+  );
+  return rows
+    .map((row) => ({ backup_id: String(row.backup_id), target: String(row.target), attempts: Number(row.attempts) }))
+    .sort((a, b) => (a.backup_id < b.backup_id ? -1 : 1));
+}
+
+/** Records how a claimed copy ended, and gives the claim up. A failure is retried on the backoff schedule. */
+export async function finishCopy(db: Database, outcome: CopyOutcome, owner: string, at: Date, retry: CopyRetry = DEFAULT_COPY_RETRY): Promise<void> {
+  const stamp = at.toISOString();
+  if (outcome.result === 'copied' || outcome.result === 'present') {
+    await db.execute(
+      `UPDATE backup_copies SET status = 'copied', copied_at = ?, last_attempt_at = ?, last_error = NULL, attempts = attempts + 1,
+         claimed_by = NULL, claimed_until = NULL WHERE backup_id = ? AND target = ? AND (claimed_by = ? OR claimed_by IS NULL)`,
+      [stamp, stamp, outcome.backup_id, outcome.target, owner],
+    );
+    return;
+  }
+  const rows = await db.query<{ attempts: unknown }>('SELECT attempts FROM backup_copies WHERE backup_id = ? AND target = ?', [outcome.backup_id, outcome.target]);
+  const attempts = Number(rows[0]?.attempts ?? 0) + 1;
+  const delay = Math.min(retry.maxDelaySeconds, retry.firstDelaySeconds * 2 ** Math.min(attempts - 1, 30));
+  await db.execute(
+    `UPDATE backup_copies SET status = 'failed', attempts = ?, last_attempt_at = ?, last_error = ?, next_attempt_at = ?,
+       claimed_by = NULL, claimed_until = NULL WHERE backup_id = ? AND target = ? AND (claimed_by = ? OR claimed_by IS NULL)`,
+    [attempts, stamp, outcome.error ?? outcome.result, new Date(at.getTime() + delay * 1000).toISOString(), outcome.backup_id, outcome.target, owner],
+  );
+}
+
+/** Each target's last attempt that failed after its last success: what `backup status` shows as its last error. */
+export async function lastCopyErrors(db: Queryable): Promise<Map<string, { readonly error: string; readonly at: string; readonly backup_id: string }>> {
+  const rows = await db.query(
+    `SELECT target, backup_id, last_error, last_attempt_at, status FROM backup_copies WHERE last_attempt_at IS NOT NULL ORDER BY last_attempt_at`,
+  );
+  const errors = new Map<string, { error: string; at: string; backup_id: string }>();
+  for (const row of rows) {
+    const target = String(row.target);
+    if (row.status === 'copied') errors.delete(target);
+    else if (row.last_error !== null) errors.set(target, { error: String(row.last_error), at: asIso(row.last_attempt_at), backup_id: String(row.backup_id) });
+  }
+  return errors;
+}
+
+/** When each target last took a copy (null: never), from the bookkeeping. */
+export async function lastCopied(db: Queryable): Promise<Map<string, string | null>> {
+  const rows = await db.query(`SELECT target, max(copied_at) AS copied_at FROM backup_copies GROUP BY target`);
+  return new Map(rows.map((row) => [String(row.target), asIsoOrNull(row.copied_at)]));
+}

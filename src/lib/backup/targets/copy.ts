@@ -1,0 +1,186 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { LicenseServerError } from '../../errors.js';
+import { syncDirectory } from '../../files/durable-write.js';
+import { BACKUP_ID } from '../archive/manifest.js';
+import { indexName, indexText, parseIndex, writeIndex, type BackupRecord } from '../repository.js';
+import { isTargetError, TargetError, type BackupTarget, type TargetFailure } from './target.js';
+
+/**
+ * A backup on a target is the same pair as in the backup directory: the archive, then its
+ * index, written only once the archive has been read back from the target and its size and
+ * whole-file SHA-256 match. So the target alone lists its backups (an index whose archive is
+ * there with the index's size) and restores them, and an interrupted copy is never listed.
+ */
+
+/** What one copy to one target came to. */
+export interface CopyOutcome {
+  readonly target: string;
+  readonly backup_id: string;
+  /**
+   * copied: now on the target, verified; present: it was already there, verified before;
+   * busy: another process holds the copy's claim (replicate.ts).
+   */
+  readonly result: 'copied' | 'present' | 'failed' | 'refused-unencrypted' | 'busy';
+  readonly reason?: TargetFailure | 'unencrypted';
+  /** Why it failed, for the summary line and `backup status`: never a credential. */
+  readonly error?: string;
+  readonly bytes?: number;
+  readonly seconds?: number;
+}
+
+export interface CopyOptions {
+  readonly allowUnencrypted: boolean;
+  readonly signal?: AbortSignal;
+  readonly onProgress?: (bytes: number) => void;
+}
+
+/**
+ * Copies the listed backup `record` from `directory` to `target` and checks it there. Never
+ * throws for the target's failures: they are the outcome (the local backup stands whatever
+ * happens here).
+ */
+export async function copyBackup(target: BackupTarget, directory: string, record: BackupRecord, options: CopyOptions): Promise<CopyOutcome> {
+  const base = { target: target.name, backup_id: record.backup_id };
+  if (!record.encrypted && !options.allowUnencrypted) {
+    return {
+      ...base,
+      result: 'refused-unencrypted',
+      reason: 'unencrypted',
+      error: 'the backup is not encrypted (set backup.encryption_key, or allow_unencrypted: true on the target)',
+    };
+  }
+  const started = performance.now();
+  try {
+    if (await holdsVerifiedIndex(target, record)) return { ...base, result: 'present' };
+    const archive = path.join(directory, record.file);
+    await target.put(record.file, () => createReadStream(archive), record.size, {
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    const copied = await digestObject(target, record.file, options.signal);
+    if (copied.size !== record.size || copied.sha256 !== record.sha256) {
+      await target.delete(record.file).catch(() => undefined);
+      throw new TargetError(target.name, 'protocol', `the copy of ${record.file} read back as ${copied.size} bytes with SHA-256 ${copied.sha256}, not ${record.size} bytes with ${record.sha256}; it was removed`);
+    }
+    const index = Buffer.from(indexText(record), 'utf8');
+    await target.put(indexName(record.backup_id), () => Readable.from([index]), index.length, options.signal ? { signal: options.signal } : {});
+    const readBack = await readSmall(target, indexName(record.backup_id));
+    if (!readBack.equals(index)) {
+      await target.delete(indexName(record.backup_id)).catch(() => undefined);
+      throw new TargetError(target.name, 'protocol', `the index ${indexName(record.backup_id)} did not read back as written; it was removed`);
+    }
+    return { ...base, result: 'copied', bytes: record.size, seconds: (performance.now() - started) / 1000 };
+  } catch (error) {
+    return { ...base, result: 'failed', reason: isTargetError(error) ? error.reason : 'protocol', error: describeFailure(error) };
+  }
+}
+
+/** What a target holds as backups: each index whose archive is there with the index's size. Newest first. */
+export async function listTargetBackups(target: BackupTarget): Promise<BackupRecord[]> {
+  const objects = await target.list();
+  const sizes = new Map(objects.map((object) => [object.key, object.size]));
+  const records: BackupRecord[] = [];
+  for (const object of objects) {
+    const match = /^(.+)\.backup\.json$/.exec(object.key);
+    if (!match || !BACKUP_ID.test(match[1]!) || object.size > INDEX_LIMIT) continue;
+    const record = parseIndex((await readSmall(target, object.key)).toString('utf8'), match[1]!);
+    if (record && sizes.get(record.file) === record.size) records.push(record);
+  }
+  return records.sort((a, b) => (a.backup_id < b.backup_id ? 1 : a.backup_id > b.backup_id ? -1 : 0));
+}
+
+/** The listed backup `id` on the target, or BACKUP_NOT_FOUND. */
+export async function findTargetBackup(target: BackupTarget, id: string): Promise<BackupRecord> {
+  if (!BACKUP_ID.test(id)) throw new LicenseServerError('BACKUP_NOT_FOUND', `not a backup id: ${JSON.stringify(id.slice(0, 80))}`);
+  const index = await target.stat(indexName(id));
+  const record = index && index.size <= INDEX_LIMIT ? parseIndex((await readSmall(target, indexName(id))).toString('utf8'), id) : undefined;
+  const archive = record && (await target.stat(record.file));
+  if (!record || !archive || archive.size !== record.size) {
+    throw new LicenseServerError('BACKUP_NOT_FOUND', `target ${target.name} holds no complete backup with the id ${id}`, {
+      hint: `List what it holds with \`license-server backup list --target ${target.name}\`.`,
+    });
+  }
+  return record;
+}
+
+/**
+ * Downloads backup `id` from the target into `directory` as a listed local backup: the
+ * archive under a temporary name, checked against the target's index (size and SHA-256),
+ * renamed into place, then the index written. What a restore on a fresh host starts from.
+ */
+export async function fetchBackup(target: BackupTarget, id: string, directory: string, options: { signal?: AbortSignal; onProgress?: (bytes: number) => void } = {}): Promise<BackupRecord> {
+  const record = await findTargetBackup(target, id);
+  const temporary = path.join(directory, `.fetch-${Date.now()}-${randomBytes(4).toString('hex')}-${record.file}`);
+  try {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const tap = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        hash.update(chunk);
+        bytes += chunk.length;
+        options.onProgress?.(bytes);
+        callback(null, chunk);
+      },
+    });
+    await pipeline(await target.get(record.file, options.signal ? { signal: options.signal } : {}), tap, createWriteStream(temporary, { flags: 'wx', mode: 0o600 }));
+    const sha256 = hash.digest('hex');
+    if (bytes !== record.size || sha256 !== record.sha256) {
+      throw new LicenseServerError('BACKUP_CORRUPT', `the copy of backup ${id} on target ${target.name} is damaged: ${bytes} bytes with SHA-256 ${sha256}, its index says ${record.size} bytes with ${record.sha256}`);
+    }
+    const handle = await open(temporary, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(temporary, path.join(directory, record.file));
+    await syncDirectory(directory);
+    await writeIndex(directory, record);
+    return record;
+  } finally {
+    await rm(temporary, { force: true }).catch(() => undefined);
+  }
+}
+
+/** An index is a few hundred bytes; a larger object is not one of ours. */
+const INDEX_LIMIT = 64 * 1024;
+
+async function holdsVerifiedIndex(target: BackupTarget, record: BackupRecord): Promise<boolean> {
+  const index = await target.stat(indexName(record.backup_id));
+  if (!index || index.size > INDEX_LIMIT) return false;
+  const copied = parseIndex((await readSmall(target, indexName(record.backup_id))).toString('utf8'), record.backup_id);
+  if (!copied || copied.sha256 !== record.sha256 || copied.size !== record.size) return false;
+  return (await target.stat(record.file))?.size === record.size;
+}
+
+async function readSmall(target: BackupTarget, key: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of await target.get(key)) {
+    length += (chunk as Buffer).length;
+    if (length > INDEX_LIMIT) throw new TargetError(target.name, 'protocol', `${key} is larger than an index can be`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+async function digestObject(target: BackupTarget, key: string, signal?: AbortSignal): Promise<{ size: number; sha256: string }> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of await target.get(key, signal ? { signal } : {})) {
+    hash.update(chunk as Buffer);
+    size += (chunk as Buffer).length;
+  }
+  return { size, sha256: hash.digest('hex') };
+}
+
+function describeFailure(error: unknown): string {
+  if (error instanceof LicenseServerError) return error.message;
+  // Not one of ours: a bug, or a stream error without a code. Its message only, never a stack.
+  return error instanceof Error ? error.message : String(error);
+}

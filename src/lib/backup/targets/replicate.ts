@@ -1,0 +1,114 @@
+import { hostname } from 'node:os';
+import type { ResolvedConfig } from '../../config/resolve.js';
+import { now, type OperationContext } from '../../context.js';
+import { raiseEvent } from '../../notifications/outbox.js';
+import type { Database } from '../../storage/types.js';
+import type { BackupRecord } from '../repository.js';
+import { claimCopy, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
+import { copyBackup, type CopyOutcome } from './copy.js';
+import { openTarget, selectTargets } from './open.js';
+import type { TargetSettings } from './settings.js';
+import { isTargetError } from './target.js';
+
+export interface ReplicateOptions {
+  readonly db: Database;
+  readonly config: ResolvedConfig;
+  /** The backup directory that holds `record`. */
+  readonly directory: string;
+  readonly record: BackupRecord;
+  readonly context: OperationContext;
+  /** Only these targets (`backup copy --to`); every configured one when undefined. */
+  readonly only?: readonly string[];
+  readonly signal?: AbortSignal;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The backoff of a failed copy's retries (copies.ts DEFAULT_COPY_RETRY). */
+  readonly retry?: CopyRetry;
+  /** Per target, as its copy starts and ends: progress for a terminal, lines for a log. */
+  readonly onTarget?: (target: string, event: { readonly phase: 'start' } | { readonly phase: 'end'; readonly outcome: CopyOutcome }) => void;
+}
+
+/** Who holds a copy's claim: this process on this host. */
+export function copyOwner(): string {
+  return `${hostname()}:${process.pid}`;
+}
+
+/**
+ * Copies a verified local backup to the configured targets, all at once, each on its own:
+ * one target down does not hold the others up, and nothing here ever fails the backup
+ * itself. Each copy is noted in backup_copies first and claimed, so a copy another process
+ * holds is left to it ('busy'); each failure is recorded for its retry and raises
+ * `backup.copy_failed`.
+ */
+export async function copyToTargets(options: ReplicateOptions): Promise<CopyOutcome[]> {
+  const targets = selectTargets(options.config.settings.backup.targets, options.only);
+  if (targets.length === 0) return [];
+  const { db, record, context } = options;
+  await db.transaction((tx) => notePendingCopies(tx, record.backup_id, targets.map((target) => target.name), now(context)));
+  const owner = copyOwner();
+  return Promise.all(targets.map((target) => copyOne(target, owner, options)));
+}
+
+async function copyOne(settings: TargetSettings, owner: string, options: ReplicateOptions): Promise<CopyOutcome> {
+  const { db, record, context } = options;
+  if (!(await claimCopy(db, record.backup_id, settings.name, owner, now(context)))) {
+    return { target: settings.name, backup_id: record.backup_id, result: 'busy', error: 'another process is copying it now, or it is copied' };
+  }
+  options.onTarget?.(settings.name, { phase: 'start' });
+  let outcome: CopyOutcome;
+  try {
+    const target = await openTarget(settings, options.env);
+    try {
+      outcome = await copyBackup(target, options.directory, record, {
+        allowUnencrypted: settings.allowUnencrypted,
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } finally {
+      await target.close().catch(() => undefined);
+    }
+  } catch (error) {
+    // Opening failed: a credential that cannot be read, a kind this build lacks.
+    outcome = {
+      target: settings.name,
+      backup_id: record.backup_id,
+      result: 'failed',
+      reason: isTargetError(error) ? error.reason : 'auth',
+      error: error instanceof Error ? error.message : String(error),
+    };
+  }
+  await finishCopy(db, outcome, owner, now(context), options.retry).catch(() => undefined);
+  if (outcome.result === 'failed' || outcome.result === 'refused-unencrypted') await raiseCopyFailed(db, outcome, context);
+  options.onTarget?.(settings.name, { phase: 'end', outcome });
+  return outcome;
+}
+
+async function raiseCopyFailed(db: Database, outcome: CopyOutcome, context: OperationContext): Promise<void> {
+  await db
+    .transaction(async (tx) => {
+      const rows = await tx.query('SELECT attempts FROM backup_copies WHERE backup_id = ? AND target = ?', [outcome.backup_id, outcome.target]);
+      await raiseEvent(tx, 'backup.copy_failed', {
+        backup_id: outcome.backup_id,
+        target: outcome.target,
+        reason: outcome.reason ?? 'protocol',
+        error: outcome.error ?? outcome.result,
+        attempts: Number(rows[0]?.attempts ?? 1),
+        actor: context.actor,
+      }, context);
+    })
+    .catch(() => undefined);
+}
+
+/** The summary line's words for the targets: `copied to nas, offsite; NOT copied to vault (timeout: ...)`. */
+export function describeCopies(outcomes: readonly CopyOutcome[]): string {
+  const good = outcomes.filter((outcome) => outcome.result === 'copied' || outcome.result === 'present').map((outcome) => outcome.target);
+  const busy = outcomes.filter((outcome) => outcome.result === 'busy').map((outcome) => outcome.target);
+  const bad = outcomes.filter((outcome) => outcome.result === 'failed' || outcome.result === 'refused-unencrypted');
+  const parts: string[] = [];
+  if (good.length > 0) parts.push(`copied to ${good.join(', ')}`);
+  if (busy.length > 0) parts.push(`being copied to ${busy.join(', ')} by another process`);
+  if (bad.length > 0) parts.push(`NOT copied to ${bad.map((outcome) => `${outcome.target} (${outcome.reason}: ${outcome.error})`).join(', ')}`);
+  return parts.join('; ');
+}
+
+export function copiesFailed(outcomes: readonly CopyOutcome[]): CopyOutcome[] {
+  return outcomes.filter((outcome) => outcome.result === 'failed' || outcome.result === 'refused-unencrypted');
+}
