@@ -6,16 +6,23 @@ import { LicenseServerError } from '../../lib/errors.js';
 import type { RestoreReport } from '../../lib/backup/restore.js';
 import type { RestorePreview } from '../../lib/backup/restore-preview.js';
 import { anotherServerWarning, previewLines, reportLines, type OutputLine } from '../../cli/restore-output.js';
+import { withTarget } from '../../cli/targets.js';
+import type { ResolvedConfig } from '../../lib/config/resolve.js';
 
 export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
   static override description = `Restore a backup: database, configuration and notification settings.
 Validates the backup first and takes a pre-restore backup of the current state. SQLite is swapped atomically; PostgreSQL is replaced in one transaction. A backup of the other engine is converted (SQLite to PostgreSQL and back): database.url decides where the data goes. Refuses while a daemon uses the database (restore through its API instead). Asks for confirmation on a terminal; scripts pass --yes.
 Revocations made after the backup survive it: admin tokens revoked in the replaced database stay revoked, always; licenses, customers and machines deactivated there stay deactivated unless --no-keep-revocations. Signing keys never move back: a key retired after the backup stays retired, one made after it is carried over. A backup of another server (no signing key in common) replaces this server's signing keys and admin tokens; the question, the refusal without --yes and --dry-run say so. The report lists all of it.`;
-  static override examples = ['<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c', '<%= config.bin %> backup restore /mnt/usb/20261122T101500123Z-3f9a1c.backup.tar.gz.enc --yes'];
+  static override examples = [
+    '<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c',
+    '<%= config.bin %> backup restore /mnt/usb/20261122T101500123Z-3f9a1c.backup.tar.gz.enc --yes',
+    '<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c --target offsite --yes',
+  ];
   static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file (e.g. copied to a new host).', required: true }) };
   static override flags = {
     yes: Flags.boolean({ description: 'Restore without asking.', default: false }),
     path: Flags.string({ description: 'Backup directory (default: backup.path).' }),
+    target: Flags.string({ description: 'Restore from this off-site target (backup.targets): the backup is downloaded into the backup directory first, checked against the target\'s index. Needs only the configuration, the backup key and the target\'s credentials: for a fresh host.' }),
     'keep-revocations': Flags.boolean({
       description: 'Keep licenses and customers that were deactivated after the backup deactivated (the default); --no-keep-revocations restores them as the backup has them. Revoked admin tokens stay revoked either way.',
       default: true,
@@ -33,6 +40,7 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
 
   async run(): Promise<RestoreReport | RestorePreview> {
     const config = await this.resolveConfig();
+    if (this.flags.target !== undefined) await this.download(config, this.flags.target);
     if (this.flags['dry-run'] || !this.flags.yes) {
       const { previewRestore } = await import('../../lib/backup/restore-preview.js');
       const preview = await previewRestore({ config, reference: this.args.backup, directory: this.flags.path });
@@ -59,6 +67,16 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     ));
     this.show(reportLines(report));
     return report;
+  }
+
+  /** Brings the target's copy into the backup directory as a listed backup; the restore then goes on by its id. */
+  private async download(config: ResolvedConfig, name: string): Promise<void> {
+    const { fetchBackup } = await import('../../lib/backup/targets/copy.js');
+    const directory = this.flags.path ?? config.settings.backup.path;
+    const record = await withProgress(Boolean(process.stderr.isTTY) && !this.jsonEnabled(), `Downloading from ${name}`, (progress) =>
+      withTarget(config, name, (target) => fetchBackup(target, this.args.backup, directory, { onProgress: (bytes) => progress.bytes(bytes) })),
+    );
+    this.warnLine(`backup ${record.backup_id} downloaded from target ${name} into ${directory} and checked (${record.size} bytes, SHA-256 ${record.sha256})`);
   }
 
   private show(lines: readonly OutputLine[]): void {

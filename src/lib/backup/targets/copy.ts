@@ -1,13 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
-import { open, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { LicenseServerError } from '../../errors.js';
 import { syncDirectory } from '../../files/durable-write.js';
 import { BACKUP_ID } from '../archive/manifest.js';
-import { indexName, indexText, parseIndex, writeIndex, type BackupRecord } from '../repository.js';
+import { acquireBackupLock } from '../locks/lock.js';
+import { indexName, indexText, listBackups, parseIndex, writeIndex, type BackupRecord } from '../repository.js';
 import { isTargetError, TargetError, type BackupTarget, type TargetFailure } from './target.js';
 
 /**
@@ -112,11 +113,17 @@ export async function findTargetBackup(target: BackupTarget, id: string): Promis
  * Downloads backup `id` from the target into `directory` as a listed local backup: the
  * archive under a temporary name, checked against the target's index (size and SHA-256),
  * renamed into place, then the index written. What a restore on a fresh host starts from.
+ * It holds the directory's backup lock meanwhile, so its `.tmp-` file is cleared by the next
+ * holder if it is killed. A backup already here with the same SHA-256 is not downloaded again.
  */
 export async function fetchBackup(target: BackupTarget, id: string, directory: string, options: { signal?: AbortSignal; onProgress?: (bytes: number) => void } = {}): Promise<BackupRecord> {
   const record = await findTargetBackup(target, id);
-  const temporary = path.join(directory, `.fetch-${Date.now()}-${randomBytes(4).toString('hex')}-${record.file}`);
+  await mkdir(directory, { recursive: true, mode: 0o700 });
+  const release = await acquireBackupLock(directory, 'fetch');
+  const temporary = path.join(directory, `.tmp-fetch-${Date.now()}-${randomBytes(4).toString('hex')}-${record.file}`);
   try {
+    const local = (await listBackups(directory)).find((backup) => backup.backup_id === id);
+    if (local && local.sha256 === record.sha256 && local.size === record.size) return local;
     const hash = createHash('sha256');
     let bytes = 0;
     const tap = new Transform({
@@ -144,6 +151,7 @@ export async function fetchBackup(target: BackupTarget, id: string, directory: s
     return record;
   } finally {
     await rm(temporary, { force: true }).catch(() => undefined);
+    await release();
   }
 }
 

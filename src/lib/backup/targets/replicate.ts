@@ -3,9 +3,9 @@ import type { ResolvedConfig } from '../../config/resolve.js';
 import { now, type OperationContext } from '../../context.js';
 import { raiseEvent } from '../../notifications/outbox.js';
 import type { Database } from '../../storage/types.js';
-import type { BackupRecord } from '../repository.js';
+import { listBackups, type BackupRecord } from '../repository.js';
 import { claimCopy, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
-import { copyBackup, type CopyOutcome } from './copy.js';
+import { copyBackup, listTargetBackups, type CopyOutcome } from './copy.js';
 import { openTarget, selectTargets } from './open.js';
 import type { TargetSettings } from './settings.js';
 import { isTargetError } from './target.js';
@@ -111,4 +111,37 @@ export function describeCopies(outcomes: readonly CopyOutcome[]): string {
 
 export function copiesFailed(outcomes: readonly CopyOutcome[]): CopyOutcome[] {
   return outcomes.filter((outcome) => outcome.result === 'failed' || outcome.result === 'refused-unencrypted');
+}
+
+/**
+ * Catch-up after an outage: copies every local backup a target does not hold, oldest first,
+ * so that the target's history fills in order and its newest copy is the last to arrive.
+ * What the target holds is read from the target. Stops at a target's first failure: the
+ * next run goes on from there.
+ */
+export async function copyMissing(options: Omit<ReplicateOptions, 'record'>): Promise<CopyOutcome[]> {
+  const targets = selectTargets(options.config.settings.backup.targets, options.only);
+  const local = (await listBackups(options.directory)).slice().reverse();
+  const outcomes: CopyOutcome[] = [];
+  for (const settings of targets) {
+    let held: Set<string>;
+    try {
+      const target = await openTarget(settings, options.env);
+      try {
+        held = new Set((await listTargetBackups(target)).map((record) => record.backup_id));
+      } finally {
+        await target.close().catch(() => undefined);
+      }
+    } catch (error) {
+      outcomes.push({ target: settings.name, backup_id: '', result: 'failed', reason: isTargetError(error) ? error.reason : 'protocol', error: (error as Error).message });
+      continue;
+    }
+    for (const record of local) {
+      if (held.has(record.backup_id)) continue;
+      const [outcome] = await copyToTargets({ ...options, record, only: [settings.name] });
+      outcomes.push(outcome!);
+      if (outcome!.result === 'failed') break;
+    }
+  }
+  return outcomes;
 }
