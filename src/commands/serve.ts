@@ -111,6 +111,11 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const deliverer = delivererFor(() => current.db, () => current.config, log);
       const stopWaking = onRaised(() => deliverer.wake());
       deliverer.start({ pruneAfterDays: () => current.config.settings.notifications.pruneAfterDays });
+      // Off-site copies: on every daemon; each copy is claimed by one of them.
+      const copier = settings.backup.targets.length > 0
+        ? new (await import('../lib/backup/targets/copier.js')).Copier({ database: () => current.db, config: () => current.config, log })
+        : undefined;
+      state.copier = copier;
       const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
       // license.expiring_soon and license.expired: on every daemon; each round runs on one of them.
       const { LicenseClockScheduler, SYSTEM_CLOCK } = await import('../lib/notifications/license-clock-scheduler.js');
@@ -124,6 +129,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
           process.once(signal, () => process.exit(1));
           scheduler?.stop();
           licenseClock.stop();
+          void copier?.stop(3000);
           stopWaking();
           void server.shutdown().then(() => scheduler?.idle()).then(() => licenseClock.idle()).then(() => deliverer.stop(3000)).then(() => resolve());
         };
@@ -141,6 +147,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       // The catch-up of a missed backup runs while the daemon already serves.
       void scheduler?.start().catch((error: unknown) => log({ level: 'error', msg: 'backup scheduler failed to start', error: String(error) }));
       void licenseClock.start();
+      copier?.start();
       await stopped;
       // A delivery attempt still waiting for its receiver must not hold the process past its shutdown.
       setTimeout(() => process.exit(process.exitCode ?? 0), 200);

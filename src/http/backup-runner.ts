@@ -7,14 +7,26 @@ import type { RestoreReport } from '../lib/backup/restore.js';
 import type { RouteDependencies } from './app.js';
 import type { ServingState } from './serving-state.js';
 
-/** One backup by the daemon (API or schedule), then retention, as `backup create` does. */
+/**
+ * One backup by the daemon (API or schedule), then retention, as `backup create` does; its
+ * off-site copies are noted and made by the copier, off the request (a copy of gigabytes must
+ * not hold an API call open). A failure to note them is logged by the copier's catch-up.
+ */
 export async function runBackup(state: ServingState, toolVersion: string, trigger: Trigger, context: OperationContext): Promise<BackupRecord> {
   const { createBackup } = await import('../lib/backup/create.js');
   const { pruneBackups } = await import('../lib/backup/retention.js');
   const { config, db } = state;
   const record = await createBackup({ db, config, trigger, toolVersion, context });
   await pruneBackups({ directory: config.settings.backup.path, policy: config.settings.backup, context, db, databaseUrl: config.settings.database.url, key: config.settings.backup.encryptionKey });
+  await state.copier?.noteBackup(record.backup_id).catch(() => undefined);
   return record;
+}
+
+/** The warning of a backup made without backup.encryption_key (create.ts), for the API's answer and log. */
+export async function unencryptedWarning(state: ServingState): Promise<string | undefined> {
+  if (state.config.settings.backup.encryptionKey) return undefined;
+  const { unencryptedBackupWarning } = await import('../lib/backup/create.js');
+  return unencryptedBackupWarning(state.db);
 }
 
 /**
@@ -54,6 +66,7 @@ export async function restoreWhileServing(
     const { ensureSigningKey } = await import('../lib/signing-keys/keys.js');
     await ensureSigningKey(deps.state.db, context);
     deps.log({ time: new Date().toISOString(), level: 'info', msg: 'backup restored', backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id });
+    if (report.pre_restore_backup_id) await deps.state.copier?.noteBackup(report.pre_restore_backup_id).catch(() => undefined);
     return report;
   } catch (error) {
     if (closed) await deps.state.reopen(false);

@@ -18,6 +18,8 @@ export class ServingState {
   daemonLock: DaemonLock | undefined;
   /** Why every request but /healthz is refused right now (the daemon lost its database lock). */
   refusal: LicenseServerError | undefined;
+  /** Copies new backups off-site (backup/targets/copier.ts); absent without targets or when tests drive the app alone. */
+  copier: { noteBackup(backupId: string): Promise<void> } | undefined;
 
   constructor(
     database: Database,

@@ -71,7 +71,10 @@ describe('output for scripts: one rule over every command (README.md)', function
       LICENSE_DATA_DIR: file('data'),
       LICENSE_BACKUP_ENCRYPTION_KEY: 'ab'.repeat(32),
       LICENSE_SIGNING_KEY_ENCRYPTION_KEY: 'cd'.repeat(32),
+      // An off-site target, for backup copy and backup status (and every backup made here goes there).
+      LICENSE_BACKUP_TARGETS: JSON.stringify([{ name: 'nas', kind: 'file', path: file('nas') }]),
     };
+    mkdirSync(file('nas'));
     receiver = await startReceiver();
     smtp = await startSmtpServer();
     env = { ...env, ...smtp.env() };
@@ -126,11 +129,13 @@ describe('output for scripts: one rule over every command (README.md)', function
   const each = (json: any) => json as unknown[];
   const cases: Record<string, Case | { skip: string }> = {
     'audit list': { argv: () => ['audit', 'list', '--limit', '1000'], piped: 'text', records: each },
+    'backup copy': { argv: () => ['backup', 'copy', at.backup, '--to', 'nas'], piped: 'text', serial: true },
     'backup create': { argv: () => ['backup', 'create'], piped: 'text', records: one, serial: true },
     'backup decrypt': { argv: (run) => ['backup', 'decrypt', at.backupFile, '--out', file(`plain-${run}.tar.gz`)], piped: 'text' },
     'backup list': { argv: () => ['backup', 'list'], piped: 'text', records: each },
     'backup prune': { argv: () => ['backup', 'prune', '--dry-run'], piped: 'text' },
     'backup restore': { argv: () => ['backup', 'restore', at.backup, '--yes'], piped: 'text', serial: true },
+    'backup status': { argv: () => ['backup', 'status'], piped: 'text', records: each },
     'backup validate': { argv: () => ['backup', 'validate', at.backup], piped: 'text', records: one, serial: true },
     'config show': { argv: () => ['config', 'show'], piped: 'text' },
     'customer activate': { argv: () => ['customer', 'activate', at.spareCustomer], piped: 'text', records: one },

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
 import { raiseEvent } from '../../src/lib/notifications/outbox.js';
 import { replaceNotificationSettings } from '../../src/lib/notifications/settings.js';
@@ -26,6 +29,7 @@ interface Case {
 forEachEngine('output for scripts: one rule over every route of the daemon', (fixture) => {
   let serve: ServeProcess;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
+  let nas: string | undefined;
   const at = { customer: '', license: '', key: '', machine: '', backup: '', retire: '', delivery: '' };
 
   before(async () => {
@@ -39,11 +43,18 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     } finally {
       await db.close();
     }
-    serve = await startServe({ LICENSE_DATABASE_URL: url, LICENSE_CLIENT_RATE_LIMIT: '0', LICENSE_BACKUP_ENCRYPTION_KEY: 'ab'.repeat(32) });
+    nas = mkdtempSync(path.join(tmpdir(), 'license-output-rule-nas-'));
+    serve = await startServe({
+      LICENSE_DATABASE_URL: url,
+      LICENSE_CLIENT_RATE_LIMIT: '0',
+      LICENSE_BACKUP_ENCRYPTION_KEY: 'ab'.repeat(32),
+      LICENSE_BACKUP_TARGETS: JSON.stringify([{ name: 'nas', kind: 'file', path: nas }]),
+    });
   });
   after(async () => {
     if (serve) assert.equal((await serve.stop()).code, 0);
     await receiver?.close();
+    if (nas) rmSync(nas, { recursive: true, force: true });
   });
 
   const one = (json: any) => [json];
@@ -106,6 +117,8 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'POST /api/backups': { method: 'POST', path: () => '/api/backups', records: one },
     'GET /api/backups': { method: 'GET', path: () => '/api/backups', records: (json) => json.backups },
     'GET /api/backups/{backup_id}/download': { skip: 'the archive\'s bytes' },
+    'GET /api/backups/status': { method: 'GET', path: () => '/api/backups/status?max_age=1d', records: (json) => json.places },
+    'POST /api/backups/{backup_id}/copy': { method: 'POST', path: () => `/api/backups/${at.backup}/copy`, body: () => ({ to: ['nas'] }) },
     'POST /api/backups/{backup_id}/validate': { method: 'POST', path: () => `/api/backups/${at.backup}/validate`, records: one },
     'POST /api/backups/{backup_id}/restore': { method: 'POST', path: () => `/api/backups/${at.backup}/restore`, body: () => ({ confirm: at.backup }) },
   };

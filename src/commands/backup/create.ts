@@ -20,16 +20,8 @@ Its backup.succeeded or backup.failed notifications are tried for at most 5 s be
   async run(): Promise<BackupRecord & { id: string; pruned: string[]; copies: CopyOutcome[] }> {
     const interactive = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
     const record = await this.withDatabase(async (db, config) => {
-      if (!config.settings.backup.encryptionKey) {
-        const { unsealedPrivateKeys } = await import('../../lib/signing-keys/keys.js');
-        const unsealed = await unsealedPrivateKeys(db);
-        this.warnLine(
-          unsealed > 0
-            ? `backup.encryption_key is not set: this backup is not encrypted and holds ${unsealed === 1 ? 'an unsealed private signing key' : `${unsealed} unsealed private signing keys`}; anyone who holds the file can sign licenses. Set backup.encryption_key, or seal the keys (signing.key_encryption_key, then \`signing-key protect\`).`
-            : 'backup.encryption_key is not set: this backup is not encrypted, and anyone who holds the file can read licenses and customers (the private signing keys in it are sealed).',
-        );
-      }
-      const { createBackup } = await import('../../lib/backup/create.js');
+      const { createBackup, unencryptedBackupWarning } = await import('../../lib/backup/create.js');
+      if (!config.settings.backup.encryptionKey) this.warnLine(await unencryptedBackupWarning(db));
       const { pruneBackups } = await import('../../lib/backup/retention.js');
       const created = await withProgress(interactive, 'Backing up', (progress) =>
         createBackup({

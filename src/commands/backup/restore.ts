@@ -66,7 +66,27 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
       }),
     ));
     this.show(reportLines(report));
+    if (report.pre_restore_backup_id) await this.copySafetyBackup(report.pre_restore_backup_id);
     return report;
+  }
+
+  /**
+   * The safety backup of the replaced data goes off-site like any other. Its copy failing
+   * does not undo or fail the restore: a warning says so, and the next copy run catches up.
+   */
+  private async copySafetyBackup(id: string): Promise<void> {
+    const outcomes = await this.withDatabase(async (db, config) => {
+      if (config.settings.backup.targets.length === 0) return [];
+      const [{ copyToTargets }, { resolveBackup }] = await Promise.all([import('../../lib/backup/targets/replicate.js'), import('../../lib/backup/repository.js')]);
+      const directory = this.flags.path ?? config.settings.backup.path;
+      const { record } = await resolveBackup(directory, id);
+      return copyToTargets({ db, config, directory, record: record!, context: this.operationContext() });
+    });
+    if (outcomes.length === 0) return;
+    const { describeCopies, copiesFailed } = await import('../../lib/backup/targets/replicate.js');
+    const line = `pre-restore backup ${id}: ${describeCopies(outcomes)}`;
+    if (copiesFailed(outcomes).length > 0) this.warnLine(`${line}; \`backup copy --missing\` or the daemon copies it later`);
+    else this.say(line);
   }
 
   /** Brings the target's copy into the backup directory as a listed backup; the restore then goes on by its id. */

@@ -5,6 +5,7 @@ import { BACKUP_ID } from '../../lib/backup/archive/manifest.js';
 import { backupView, pageBackups } from '../../lib/backup/view.js';
 import { expectFields, expectQuery, pageReply, PAGING_QUERY, queryPage } from '../fields.js';
 import type { Route } from '../router.js';
+import type { BackupTarget } from '../../lib/backup/targets/target.js';
 
 /**
  * Backups through the admin API (docs/http-api.md, "Backups"). Long work answers when it is
@@ -18,6 +19,41 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
     if (!BACKUP_ID.test(id)) throw new LicenseServerError('BACKUP_NOT_FOUND', 'no backup has this id');
     return id;
   };
+  const selectTargetSettings = (name: string) => {
+    const found = deps.settings.backup.targets.find((target) => target.name === name);
+    if (!found) throw new LicenseServerError('TARGET_NOT_CONFIGURED', `no target is named ${JSON.stringify(name.slice(0, 40))}`);
+    return found;
+  };
+  const withTarget = async <T>(name: string, work: (target: BackupTarget) => Promise<T>): Promise<T> => {
+    const { openTarget } = await import('../../lib/backup/targets/open.js');
+    const target = await openTarget(selectTargetSettings(name));
+    try {
+      return await work(target);
+    } finally {
+      await target.close().catch(() => undefined);
+    }
+  };
+  const expectName = (value: unknown, field: string): string => {
+    if (typeof value !== 'string' || value === '') throw new LicenseServerError('INVALID_INPUT', `"${field}" must be a target's name`);
+    return value;
+  };
+  /** The target's copy, downloaded to a directory of its own, validated, and removed. */
+  const validateFromTarget = async (id: string, name: string, actor: string) => {
+    const [{ mkdtemp, rm }, { tmpdir }, path, { fetchBackup }, { validateBackup }, { isPostgresUrl }] = await Promise.all([
+      import('node:fs/promises'), import('node:os'), import('node:path'), import('../../lib/backup/targets/copy.js'),
+      import('../../lib/backup/validate.js'), import('../../lib/storage/open.js'),
+    ]);
+    const scratch = await mkdtemp(path.join(tmpdir(), 'license-server-validate-'));
+    try {
+      const record = await withTarget(name, (target) => fetchBackup(target, id, scratch));
+      const url = deps.settings.database.url;
+      const report = await validateBackup({ directory: scratch, reference: id, key: deps.settings.backup.encryptionKey, scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined, databaseUrl: url });
+      await appendAudit(deps.db, context(actor), { action: 'backup.validated', entityType: 'backup', entityId: id, details: { valid: true, target: name, sha256: record.sha256 } });
+      return { valid: true, ...backupView(report), file: undefined, target: name };
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  };
   return [
     {
       method: 'GET',
@@ -25,7 +61,13 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'backups',
       handle: async ({ query }) => {
-        const q = expectQuery(query, [...PAGING_QUERY]);
+        const q = expectQuery(query, [...PAGING_QUERY, 'target']);
+        if (q.target !== undefined) {
+          // What the target itself holds: no scheduler or local debris here.
+          const { listTargetBackups } = await import('../../lib/backup/targets/copy.js');
+          const page = pageBackups(await withTarget(q.target, listTargetBackups), queryPage(q));
+          return pageReply('/api/backups', query, page, (backups) => ({ backups, target: q.target }));
+        }
         const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/locks/debris.js')]);
         const page = pageBackups(await listBackups(directory()), queryPage(q));
         const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
@@ -40,9 +82,12 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       scope: 'backups',
       handle: async ({ body, actor }) => {
         expectFields(body, []);
-        const { runBackup } = await import('../backup-runner.js');
+        const { runBackup, unencryptedWarning } = await import('../backup-runner.js');
         const record = await runBackup(deps.state, deps.toolVersion, 'manual', context(actor));
-        return { status: 201, json: backupView(record) };
+        const warning = await unencryptedWarning(deps.state);
+        if (warning) deps.log({ time: new Date().toISOString(), level: 'warn', msg: warning, backup_id: record.backup_id });
+        const copies = deps.settings.backup.targets.length > 0 ? { copies: 'pending' } : {};
+        return { status: 201, json: { ...backupView(record), ...copies, ...(warning ? { warning } : {}) } };
       },
     },
     {
@@ -85,8 +130,9 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'backups',
       handle: async ({ params, body, actor }) => {
-        expectFields(body, []);
+        expectFields(body, [], ['target']);
         const id = knownId(params.backup_id!);
+        if (body.target !== undefined) return { json: await validateFromTarget(id, expectName(body.target, 'target'), actor) };
         const { validateBackup } = await import('../../lib/backup/validate.js');
         const { isPostgresUrl } = await import('../../lib/storage/open.js');
         const url = deps.settings.database.url;
@@ -109,8 +155,13 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       scope: 'restore',
       handle: async ({ params, body, actor }) => {
         // A missing confirm is the same refusal as a wrong one: the guard was not given.
-        expectFields(body, [], ['confirm', 'keep_revocations', 'force', 'dry_run']);
+        expectFields(body, [], ['confirm', 'keep_revocations', 'force', 'dry_run', 'target']);
         const id = knownId(params.backup_id!);
+        // From a target: brought into the backup directory first, checked against the target's index.
+        if (body.target !== undefined) {
+          const { fetchBackup } = await import('../../lib/backup/targets/copy.js');
+          await withTarget(expectName(body.target, 'target'), (target) => fetchBackup(target, id, directory()));
+        }
         if (body.dry_run !== undefined && typeof body.dry_run !== 'boolean') {
           throw new LicenseServerError('INVALID_INPUT', '"dry_run" must be true or false');
         }
@@ -131,6 +182,41 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         const { restoreWhileServing } = await import('../backup-runner.js');
         const report = await restoreWhileServing(deps, id, context(actor), { keepRevocations: body.keep_revocations, force: body.force });
         return { json: report };
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/backups/status',
+      access: 'admin',
+      scope: 'backups',
+      handle: async ({ query }) => {
+        const q = expectQuery(query, ['max_age', 'place']);
+        const [{ backupStatus }, { parseDuration }] = await Promise.all([import('../../lib/backup/status.js'), import('../../lib/duration.js')]);
+        const maxAgeMs = q.max_age === undefined ? undefined : parseDuration(q.max_age, 'max_age');
+        const places = q.place === undefined ? undefined : [q.place];
+        if (places && places[0] !== 'local') selectTargetSettings(places[0]!);
+        const status = await backupStatus({ config: deps.state.config, db: deps.db, at: deps.clock ? deps.clock() : new Date(), ...(maxAgeMs === undefined ? {} : { maxAgeMs }), ...(places ? { places } : {}) });
+        return { json: { places: status, stale: status.some((place) => place.stale === true) } };
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/backups/:backup_id/copy',
+      access: 'admin',
+      scope: 'backups',
+      handle: async ({ params, body, actor }) => {
+        expectFields(body, [], ['to']);
+        const id = knownId(params.backup_id!);
+        if (body.to !== undefined && (!Array.isArray(body.to) || body.to.length === 0 || !body.to.every((name: unknown) => typeof name === 'string'))) {
+          throw new LicenseServerError('INVALID_INPUT', '"to" must be a non-empty list of target names');
+        }
+        const only = body.to as string[] | undefined;
+        const settings = only ? only.map(selectTargetSettings) : deps.settings.backup.targets;
+        if (settings.length === 0) throw new LicenseServerError('TARGET_NOT_CONFIGURED', 'no off-site target is configured (backup.targets)');
+        const [{ copyToTargets }, { resolveBackup }] = await Promise.all([import('../../lib/backup/targets/replicate.js'), import('../../lib/backup/repository.js')]);
+        const { record } = await resolveBackup(directory(), id);
+        const copies = await copyToTargets({ db: deps.db, config: deps.state.config, directory: directory(), record: record!, context: context(actor), ...(only ? { only } : {}) });
+        return { json: { id, copies, failed: copies.filter((copy) => copy.result === 'failed' || copy.result === 'refused-unencrypted').length } };
       },
     },
   ];

@@ -36,6 +36,18 @@ export interface CreateBackupOptions {
   readonly onProgress?: Progress;
 }
 
+/**
+ * What a backup made without backup.encryption_key is told, wherever it is made (CLI, API,
+ * admin page): anyone holding the file reads the data, and signs with an unsealed key in it.
+ */
+export async function unencryptedBackupWarning(db: Database): Promise<string> {
+  const { unsealedPrivateKeys } = await import('../signing-keys/keys.js');
+  const unsealed = await unsealedPrivateKeys(db).catch(() => 0);
+  return unsealed > 0
+    ? `backup.encryption_key is not set: this backup is not encrypted and holds ${unsealed === 1 ? 'an unsealed private signing key' : `${unsealed} unsealed private signing keys`}; anyone who holds the file can sign licenses. Set backup.encryption_key, or seal the keys (signing.key_encryption_key, then \`signing-key protect\`).`
+    : 'backup.encryption_key is not set: this backup is not encrypted, and anyone who holds the file can read licenses and customers (the private signing keys in it are sealed).';
+}
+
 /** `20261122T101500123Z-3f9a1c`: the creation time to the millisecond, then 24 random bits. */
 export function newBackupId(at: Date): string {
   return `${at.toISOString().replace(/[-:.]/g, '')}-${randomBytes(3).toString('hex')}`;

@@ -14,6 +14,8 @@ import { describeTarget } from './targets/settings.js';
  * a bucket emptied by hand must show as empty.
  */
 export interface PlaceStatus {
+  /** The place's name, as every record of the API names itself `id` (the same as `place`). */
+  readonly id: string;
   /** `local`, or a target's name. */
   readonly place: string;
   readonly kind: 'local' | 'file' | 's3' | 'sftp';
@@ -86,6 +88,7 @@ function summarise(
   const newest = records[0];
   const age = newest ? Math.max(0, Math.round((at.getTime() - Date.parse(newest.created_at)) / 1000)) : null;
   return {
+    id: place,
     place,
     kind,
     location,

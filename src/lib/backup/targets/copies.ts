@@ -25,12 +25,20 @@ export interface DueCopy {
   readonly attempts: number;
 }
 
-/** Notes that `backupId` is to be copied to each of `targets` (already noted: unchanged). */
-export async function notePendingCopies(db: Queryable, backupId: string, targets: readonly string[], at: Date): Promise<void> {
+/**
+ * Notes that `backupId` is to be copied to each of `targets`. A note already there is left as
+ * it is (a failed copy keeps its backoff), except that with `again` a copy recorded as made
+ * is noted again: the target no longer holds it (emptied by hand, or lost), or an operator
+ * asks for it by name.
+ */
+export async function notePendingCopies(db: Queryable, backupId: string, targets: readonly string[], at: Date, again = false): Promise<void> {
+  const onConflict = again
+    ? `DO UPDATE SET status = 'pending', next_attempt_at = excluded.next_attempt_at WHERE backup_copies.status = 'copied'`
+    : 'DO NOTHING';
   for (const target of targets) {
     await db.execute(
       `INSERT INTO backup_copies (backup_id, target, status, attempts, next_attempt_at, created_at)
-       VALUES (?, ?, 'pending', 0, ?, ?) ON CONFLICT (backup_id, target) DO NOTHING`,
+       VALUES (?, ?, 'pending', 0, ?, ?) ON CONFLICT (backup_id, target) ${onConflict}`,
       [backupId, target, at.toISOString(), at.toISOString()],
     );
   }

@@ -43,7 +43,7 @@ export async function copyToTargets(options: ReplicateOptions): Promise<CopyOutc
   const targets = selectTargets(options.config.settings.backup.targets, options.only);
   if (targets.length === 0) return [];
   const { db, record, context } = options;
-  await db.transaction((tx) => notePendingCopies(tx, record.backup_id, targets.map((target) => target.name), now(context)));
+  await db.transaction((tx) => notePendingCopies(tx, record.backup_id, targets.map((target) => target.name), now(context), true));
   const owner = copyOwner();
   return Promise.all(targets.map((target) => copyOne(target, owner, options)));
 }
@@ -81,7 +81,7 @@ async function copyOne(settings: TargetSettings, owner: string, options: Replica
   return outcome;
 }
 
-async function raiseCopyFailed(db: Database, outcome: CopyOutcome, context: OperationContext): Promise<void> {
+export async function raiseCopyFailed(db: Database, outcome: CopyOutcome, context: OperationContext): Promise<void> {
   await db
     .transaction(async (tx) => {
       const rows = await tx.query('SELECT attempts FROM backup_copies WHERE backup_id = ? AND target = ?', [outcome.backup_id, outcome.target]);

@@ -1,0 +1,161 @@
+import type { ResolvedConfig } from '../../config/resolve.js';
+import type { OperationContext } from '../../context.js';
+import type { Database } from '../../storage/types.js';
+import { listBackups } from '../repository.js';
+import { claimDueCopies, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
+import { copyBackup, listTargetBackups, type CopyOutcome } from './copy.js';
+import { openTarget } from './open.js';
+import { copyOwner, raiseCopyFailed } from './replicate.js';
+import { isTargetError } from './target.js';
+
+export interface CopierOptions {
+  readonly database: () => Database;
+  readonly config: () => ResolvedConfig;
+  readonly log: (entry: Record<string, unknown>) => void;
+  readonly clock?: () => Date;
+  readonly retry?: CopyRetry;
+  /** How often due copies are looked for (ms). */
+  readonly pollMs?: number;
+  /** How often each target is compared with the local backups (ms): the catch-up. */
+  readonly catchUpMs?: number;
+}
+
+const CONTEXT: OperationContext = { actor: 'scheduler' };
+
+/**
+ * The daemon's off-site copies: every backup it makes (API, schedule, a restore's safety
+ * backup) is noted in backup_copies and copied here, off the request; a failed copy is
+ * retried on the backoff schedule (copies.ts), and every `catchUpMs` each target is compared
+ * with the local backups, so that what an outage or a restore left out is copied, oldest
+ * first. On PostgreSQL several daemons share the notes, and a claim gives each copy to one.
+ */
+export class Copier {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private again = false;
+  private stopped = false;
+  private lastCatchUp = 0;
+  readonly owner = copyOwner();
+
+  constructor(private readonly options: CopierOptions) {}
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  /** Notes a new backup for every target and copies it soon. */
+  async noteBackup(backupId: string): Promise<void> {
+    const targets = this.options.config().settings.backup.targets.map((target) => target.name);
+    if (targets.length === 0) return;
+    await this.options.database().transaction((tx) => notePendingCopies(tx, backupId, targets, this.now()));
+    this.wake();
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  /** Stops looking; a copy under way is aborted after `graceMs` (its claim runs out and another process retries). */
+  async stop(graceMs = 5000): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    if (this.running) await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+  }
+
+  /** One round: the catch-up when it is due, then every due copy. Returns the outcomes (for tests). */
+  async round(): Promise<CopyOutcome[]> {
+    const config = this.options.config();
+    const targets = config.settings.backup.targets;
+    if (targets.length === 0) return [];
+    const db = this.options.database();
+    if (Date.now() - this.lastCatchUp >= (this.options.catchUpMs ?? 15 * 60_000)) {
+      this.lastCatchUp = Date.now();
+      await this.catchUp(db, config).catch((error: unknown) => this.options.log({ level: 'warn', msg: 'off-site catch-up failed', error: String(error) }));
+    }
+    const outcomes: CopyOutcome[] = [];
+    for (;;) {
+      const due = await claimDueCopies(db, this.owner, this.now(), 4);
+      if (due.length === 0 || this.stopped) break;
+      const local = await listBackups(config.settings.backup.path);
+      for (const copy of due) {
+        const settings = targets.find((target) => target.name === copy.target);
+        const record = local.find((backup) => backup.backup_id === copy.backup_id);
+        if (!settings || !record) {
+          // The target was removed from the configuration, or the backup pruned here: nothing left to copy.
+          await db.execute('DELETE FROM backup_copies WHERE backup_id = ? AND target = ?', [copy.backup_id, copy.target]);
+          continue;
+        }
+        let outcome: CopyOutcome;
+        try {
+          const target = await openTarget(settings);
+          try {
+            outcome = await copyBackup(target, config.settings.backup.path, record, { allowUnencrypted: settings.allowUnencrypted });
+          } finally {
+            await target.close().catch(() => undefined);
+          }
+        } catch (error) {
+          outcome = { target: settings.name, backup_id: record.backup_id, result: 'failed', reason: isTargetError(error) ? error.reason : 'auth', error: (error as Error).message };
+        }
+        await finishCopy(db, outcome, this.owner, this.now(), this.options.retry);
+        if (outcome.result === 'failed' || outcome.result === 'refused-unencrypted') {
+          await raiseCopyFailed(db, outcome, CONTEXT);
+          this.options.log({ level: 'warn', msg: 'off-site copy failed', backup_id: outcome.backup_id, target: outcome.target, reason: outcome.reason, error: outcome.error });
+        } else {
+          this.options.log({ level: 'info', msg: 'off-site copy made', backup_id: outcome.backup_id, target: outcome.target, result: outcome.result, bytes: outcome.bytes ?? null });
+        }
+        outcomes.push(outcome);
+      }
+    }
+    return outcomes;
+  }
+
+  /** Notes, for each target, the local backups it does not hold. */
+  private async catchUp(db: Database, config: ResolvedConfig): Promise<void> {
+    const local = await listBackups(config.settings.backup.path);
+    if (local.length === 0) return;
+    for (const settings of config.settings.backup.targets) {
+      let held: Set<string>;
+      try {
+        const target = await openTarget(settings);
+        try {
+          held = new Set((await listTargetBackups(target)).map((record) => record.backup_id));
+          await target.clearDebris(new Date(this.now().getTime() - 6 * 3600_000)).catch(() => 0);
+        } finally {
+          await target.close().catch(() => undefined);
+        }
+      } catch {
+        continue; // down: its pending copies are retried on their own schedule
+      }
+      const missing = local.filter((record) => !held.has(record.backup_id)).map((record) => record.backup_id);
+      if (missing.length === 0) continue;
+      await db.transaction(async (tx) => {
+        for (const id of missing) await notePendingCopies(tx, id, [settings.name], this.now(), true);
+      });
+    }
+  }
+
+  private schedule(delay: number): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.running = this.round()
+        .then(() => undefined, (error: unknown) => this.options.log({ level: 'error', msg: 'off-site copies failed', error: String(error) }))
+        .finally(() => {
+          this.running = undefined;
+          const next = this.again ? 0 : this.options.pollMs ?? 30_000;
+          this.again = false;
+          this.schedule(next);
+        });
+    }, delay);
+    this.timer.unref();
+  }
+
+  private now(): Date {
+    return this.options.clock ? this.options.clock() : new Date();
+  }
+}
