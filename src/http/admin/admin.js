@@ -179,6 +179,76 @@ async function loadBackups(page) {
     cell(row, 'No backups yet.').colSpan = 8;
     body.append(row);
   }
+  if (page === undefined) await loadPlaces();
+}
+
+/** Local storage and each off-site target: the newest good backup there, read from the place itself. */
+async function loadPlaces() {
+  const { places } = await (await call('GET', '/api/backups/status')).json();
+  const body = $('#place-table tbody');
+  body.replaceChildren();
+  for (const place of places) {
+    const row = document.createElement('tr');
+    row.dataset.place = place.place;
+    cell(row, place.place);
+    cell(row, place.location);
+    cell(row, place.newest_backup_id ?? (place.unreachable ? 'cannot be read' : 'none'));
+    cell(row, place.age_seconds === null ? '-' : age(place.age_seconds), 'value');
+    cell(row, String(place.count), 'value');
+    cell(row, size(place.bytes), 'value');
+    cell(row, place.unreachable ?? place.last_error ?? '');
+    const actions = document.createElement('div');
+    actions.className = 'row-actions';
+    if (place.kind !== 'local') {
+      actions.append(button('Show backups', (event) =>
+        busy(event.currentTarget, `Listing the backups on ${place.place}…`, async () => {
+          const count = await loadTargetBackups(place.place);
+          return `${count} backup(s) on ${place.place}.`;
+        }),
+      ));
+    }
+    cell(row, '').replaceChildren(actions);
+    body.append(row);
+  }
+}
+
+/** What one target holds, each with "Restore from target…" (a fresh host's way back). */
+async function loadTargetBackups(target) {
+  const { backups } = await (await call('GET', `/api/backups?target=${encodeURIComponent(target)}&limit=100`)).json();
+  $('#target-backups').hidden = false;
+  $('#target-name').textContent = target;
+  const body = $('#target-backup-table tbody');
+  body.replaceChildren();
+  for (const backup of backups) {
+    const row = document.createElement('tr');
+    row.dataset.backupId = backup.backup_id;
+    cell(row, backup.backup_id);
+    cell(row, backup.created_at, 'value');
+    cell(row, size(backup.size), 'value');
+    cell(row, backup.engine);
+    cell(row, backup.encrypted ? 'yes' : 'no');
+    const actions = document.createElement('div');
+    actions.className = 'row-actions';
+    if (may('restore')) actions.append(button('Restore from target…', () => openRestore(backup.backup_id, target)));
+    cell(row, '').replaceChildren(actions);
+    body.append(row);
+  }
+  if (backups.length === 0) {
+    const row = document.createElement('tr');
+    cell(row, 'No backups on this target.').colSpan = 6;
+    body.append(row);
+  }
+  return backups.length;
+}
+
+/** 26h 5m, 3d 2h: to compare with a maximum age at a glance. */
+function age(seconds) {
+  const days = Math.floor(seconds / 86400);
+  const hours = Math.floor((seconds % 86400) / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  if (days > 0) return `${days}d ${hours}h`;
+  if (hours > 0) return `${hours}h ${minutes}m`;
+  return `${minutes}m ${seconds % 60}s`;
 }
 
 /**
@@ -199,16 +269,18 @@ function downloadButton(backup) {
   return download;
 }
 
-function openRestore(id) {
+function openRestore(id, target) {
   const form = $('#restore-form');
   form.hidden = false;
   form.dataset.backupId = id;
+  form.dataset.target = target ?? '';
   $('#restore-id').textContent = id;
+  $('#restore-from').textContent = target ? ` from target ${target}` : '';
   $('#restore-confirm').value = '';
   $('#restore-confirm').focus();
   // What it would do to the signing keys, above all when the backup is another server's.
   $('#restore-preview').textContent = '';
-  call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body: { dry_run: true } })
+  call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body: { dry_run: true, ...(target ? { target } : {}) } })
     .then((response) => response.json())
     .then((preview) => {
       if (form.dataset.backupId === id) $('#restore-preview').textContent = describeSigningKeys(preview.signing_keys, 'would');
@@ -440,7 +512,8 @@ document.addEventListener('DOMContentLoaded', () => {
     busy(event.currentTarget, 'Creating a backup… (this can take a while for a large database)', async () => {
       const backup = await (await call('POST', '/api/backups')).json();
       await loadBackups();
-      return `Created backup ${backup.backup_id}.`;
+      const copies = backup.copies === 'pending' ? ' It is being copied to the off-site targets.' : '';
+      return `Created backup ${backup.backup_id}.${copies}${backup.warning ? ` Warning: ${backup.warning}` : ''}`;
     }),
   );
   $('#deliveries-failed').addEventListener('change', (event) => {
@@ -463,7 +536,7 @@ document.addEventListener('DOMContentLoaded', () => {
       return;
     }
     busy(form.querySelector('button[type=submit]'), `Restoring ${id}… the server pauses for a moment.`, async () => {
-      const body = { confirm: typed, keep_revocations: $('#restore-keep').checked };
+      const body = { confirm: typed, keep_revocations: $('#restore-keep').checked, ...(form.dataset.target ? { target: form.dataset.target } : {}) };
       const report = await (await call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body })).json();
       form.hidden = true;
       await show();
