@@ -3,10 +3,9 @@ import type { OperationContext } from '../../context.js';
 import type { Database } from '../../storage/types.js';
 import { listBackups } from '../repository.js';
 import { claimDueCopies, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
-import { copyBackup, listTargetBackups, type CopyOutcome } from './copy.js';
+import { clearUnlistedArchives, listTargetBackups, type CopyOutcome } from './copy.js';
 import { openTarget } from './open.js';
-import { copyOwner, raiseCopyFailed } from './replicate.js';
-import { isTargetError } from './target.js';
+import { copyAndPrune, copyOwner, raiseCopyFailed } from './replicate.js';
 
 export interface CopierOptions {
   readonly database: () => Database;
@@ -90,17 +89,7 @@ export class Copier {
           await db.execute('DELETE FROM backup_copies WHERE backup_id = ? AND target = ?', [copy.backup_id, copy.target]);
           continue;
         }
-        let outcome: CopyOutcome;
-        try {
-          const target = await openTarget(settings);
-          try {
-            outcome = await copyBackup(target, config.settings.backup.path, record, { allowUnencrypted: settings.allowUnencrypted });
-          } finally {
-            await target.close().catch(() => undefined);
-          }
-        } catch (error) {
-          outcome = { target: settings.name, backup_id: record.backup_id, result: 'failed', reason: isTargetError(error) ? error.reason : 'auth', error: (error as Error).message };
-        }
+        const outcome = await copyAndPrune(settings, record, { directory: config.settings.backup.path, local: config.settings.backup, at: this.now() });
         await finishCopy(db, outcome, this.owner, this.now(), this.options.retry);
         if (outcome.result === 'failed' || outcome.result === 'refused-unencrypted') {
           await raiseCopyFailed(db, outcome, CONTEXT);
@@ -124,7 +113,10 @@ export class Copier {
         const target = await openTarget(settings);
         try {
           held = new Set((await listTargetBackups(target)).map((record) => record.backup_id));
-          await target.clearDebris(new Date(this.now().getTime() - 6 * 3600_000)).catch(() => 0);
+          // What interrupted uploads and prunes left, old enough that no copy running now made it.
+          const cutOff = new Date(this.now().getTime() - 6 * 3600_000);
+          await target.clearDebris(cutOff).catch(() => 0);
+          await clearUnlistedArchives(target, cutOff).catch(() => 0);
         } finally {
           await target.close().catch(() => undefined);
         }

@@ -8,6 +8,7 @@ import { LicenseServerError } from '../../errors.js';
 import { syncDirectory } from '../../files/durable-write.js';
 import { BACKUP_ID } from '../archive/manifest.js';
 import { acquireBackupLock } from '../locks/lock.js';
+import { planRetention, type RetentionPlan, type RetentionPolicy } from '../retention.js';
 import { indexName, indexText, listBackups, parseIndex, writeIndex, type BackupRecord } from '../repository.js';
 import { isTargetError, TargetError, type BackupTarget, type TargetFailure } from './target.js';
 
@@ -32,6 +33,8 @@ export interface CopyOutcome {
   readonly error?: string;
   readonly bytes?: number;
   readonly seconds?: number;
+  /** Backups the target's retention removed from it after this copy. */
+  readonly pruned?: readonly string[];
 }
 
 export interface CopyOptions {
@@ -191,4 +194,34 @@ function describeFailure(error: unknown): string {
   if (error instanceof LicenseServerError) return error.message;
   // Not one of ours: a bug, or a stream error without a code. Its message only, never a stack.
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The target's own retention: its keep rules (the local ones where it sets none) over what it
+ * holds, the newest always kept (retention.ts). A backup goes index first, so that it is
+ * unlisted before its archive goes; an archive left by a prune killed between the two is
+ * debris like any other and goes with the next clearDebris. Never touches the local copies.
+ */
+export async function pruneTarget(target: BackupTarget, policy: RetentionPolicy, at: Date, options: { dryRun?: boolean } = {}): Promise<RetentionPlan> {
+  const plan = planRetention(await listTargetBackups(target), policy, at);
+  if (options.dryRun) return plan;
+  for (const backup of plan.remove) {
+    await target.delete(indexName(backup.backup_id));
+    await target.delete(backup.file);
+  }
+  return plan;
+}
+
+/** Archives on the target without an index (an interrupted copy or prune), started before `before`: removed. */
+export async function clearUnlistedArchives(target: BackupTarget, before: Date): Promise<number> {
+  const objects = await target.list();
+  const keys = new Set(objects.map((object) => object.key));
+  let removed = 0;
+  for (const object of objects) {
+    const archive = /^(.+)\.backup\.tar\.gz(\.enc)?$/.exec(object.key);
+    if (!archive || !BACKUP_ID.test(archive[1]!) || keys.has(indexName(archive[1]!)) || object.modified >= before) continue;
+    await target.delete(object.key);
+    removed += 1;
+  }
+  return removed;
 }

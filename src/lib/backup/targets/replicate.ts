@@ -5,9 +5,10 @@ import { raiseEvent } from '../../notifications/outbox.js';
 import type { Database } from '../../storage/types.js';
 import { listBackups, type BackupRecord } from '../repository.js';
 import { claimCopy, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
-import { copyBackup, listTargetBackups, type CopyOutcome } from './copy.js';
+import { copyBackup, listTargetBackups, pruneTarget, type CopyOutcome } from './copy.js';
+import type { RetentionPolicy } from '../retention.js';
 import { openTarget, selectTargets } from './open.js';
-import type { TargetSettings } from './settings.js';
+import { targetRetention, type TargetSettings } from './settings.js';
 import { isTargetError } from './target.js';
 
 export interface ReplicateOptions {
@@ -54,31 +55,44 @@ async function copyOne(settings: TargetSettings, owner: string, options: Replica
     return { target: settings.name, backup_id: record.backup_id, result: 'busy', error: 'another process is copying it now, or it is copied' };
   }
   options.onTarget?.(settings.name, { phase: 'start' });
-  let outcome: CopyOutcome;
-  try {
-    const target = await openTarget(settings, options.env);
-    try {
-      outcome = await copyBackup(target, options.directory, record, {
-        allowUnencrypted: settings.allowUnencrypted,
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-    } finally {
-      await target.close().catch(() => undefined);
-    }
-  } catch (error) {
-    // Opening failed: a credential that cannot be read, a kind this build lacks.
-    outcome = {
-      target: settings.name,
-      backup_id: record.backup_id,
-      result: 'failed',
-      reason: isTargetError(error) ? error.reason : 'auth',
-      error: error instanceof Error ? error.message : String(error),
-    };
-  }
+  const outcome = await copyAndPrune(settings, record, {
+    directory: options.directory,
+    local: options.config.settings.backup,
+    at: now(context),
+    ...(options.env ? { env: options.env } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   await finishCopy(db, outcome, owner, now(context), options.retry).catch(() => undefined);
   if (outcome.result === 'failed' || outcome.result === 'refused-unencrypted') await raiseCopyFailed(db, outcome, context);
   options.onTarget?.(settings.name, { phase: 'end', outcome });
   return outcome;
+}
+
+/**
+ * One claimed copy, start to end: the target opened (its credentials read now), the backup
+ * copied and checked, then the target's own retention applied. Never throws: a failure is
+ * the outcome. A prune that fails leaves the copy good; the next one prunes.
+ */
+export async function copyAndPrune(
+  settings: TargetSettings,
+  record: BackupRecord,
+  options: { directory: string; local: RetentionPolicy; at: Date; env?: Readonly<Record<string, string | undefined>>; signal?: AbortSignal },
+): Promise<CopyOutcome> {
+  let target;
+  try {
+    target = await openTarget(settings, options.env);
+  } catch (error) {
+    // A credential that cannot be read, a kind this build lacks.
+    return { target: settings.name, backup_id: record.backup_id, result: 'failed', reason: isTargetError(error) ? error.reason : 'auth', error: (error as Error).message };
+  }
+  try {
+    const outcome = await copyBackup(target, options.directory, record, { allowUnencrypted: settings.allowUnencrypted, ...(options.signal ? { signal: options.signal } : {}) });
+    if (outcome.result !== 'copied' && outcome.result !== 'present') return outcome;
+    const plan = await pruneTarget(target, targetRetention(settings, options.local), options.at).catch(() => undefined);
+    return plan && plan.remove.length > 0 ? { ...outcome, pruned: plan.remove.map((backup) => backup.backup_id) } : outcome;
+  } finally {
+    await target.close().catch(() => undefined);
+  }
 }
 
 export async function raiseCopyFailed(db: Database, outcome: CopyOutcome, context: OperationContext): Promise<void> {
@@ -99,7 +113,9 @@ export async function raiseCopyFailed(db: Database, outcome: CopyOutcome, contex
 
 /** The summary line's words for the targets: `copied to nas, offsite; NOT copied to vault (timeout: ...)`. */
 export function describeCopies(outcomes: readonly CopyOutcome[]): string {
-  const good = outcomes.filter((outcome) => outcome.result === 'copied' || outcome.result === 'present').map((outcome) => outcome.target);
+  const good = outcomes
+    .filter((outcome) => outcome.result === 'copied' || outcome.result === 'present')
+    .map((outcome) => (outcome.pruned?.length ? `${outcome.target} (pruned ${outcome.pruned.length} old there)` : outcome.target));
   const busy = outcomes.filter((outcome) => outcome.result === 'busy').map((outcome) => outcome.target);
   const bad = outcomes.filter((outcome) => outcome.result === 'failed' || outcome.result === 'refused-unencrypted');
   const parts: string[] = [];

@@ -260,3 +260,13 @@ export function describeTarget(target: TargetSettings): string {
       return `${target.name}: sftp://${target.user}@${target.host}:${target.port}${target.path}`;
   }
 }
+
+/** The keep rules a target applies: its own, and the local ones (backup.retention_days, keep_*) where it sets none. */
+export function targetRetention(target: TargetSettings, local: { readonly retentionDays: number; readonly keepDaily: number; readonly keepWeekly: number; readonly keepMonthly: number }) {
+  return {
+    retentionDays: target.retention.retentionDays ?? local.retentionDays,
+    keepDaily: target.retention.keepDaily ?? local.keepDaily,
+    keepWeekly: target.retention.keepWeekly ?? local.keepWeekly,
+    keepMonthly: target.retention.keepMonthly ?? local.keepMonthly,
+  };
+}
