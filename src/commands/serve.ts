@@ -112,7 +112,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const stopWaking = onRaised(() => deliverer.wake());
       deliverer.start({ pruneAfterDays: () => current.config.settings.notifications.pruneAfterDays });
       // Off-site copies: on every daemon; each copy is claimed by one of them.
-      const copier = settings.backup.targets.length > 0
+      const copier = settings.backup.targets.length > 0 || settings.backup.maxAgeMs !== undefined
         ? new (await import('../lib/backup/targets/copier.js')).Copier({ database: () => current.db, config: () => current.config, log })
         : undefined;
       state.copier = copier;

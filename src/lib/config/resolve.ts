@@ -8,6 +8,7 @@ import { readConfigFile } from './file.js';
 import { describeFsError } from '../fs-errors.js';
 import type { SmtpSettings } from '../notifications/email.js';
 import { resolveSmtp } from './smtp.js';
+import { parseDuration } from '../duration.js';
 import { describeTarget, parseTargets, type TargetSettings } from '../backup/targets/settings.js';
 
 export interface Settings {
@@ -58,6 +59,8 @@ export interface Settings {
     readonly keepMonthly: number;
     /** Off-site targets (backup/targets/settings.ts); empty when none are configured. */
     readonly targets: readonly TargetSettings[];
+    /** backup.max_age in ms: the daemon's backup.stale alert; undefined when unset. */
+    readonly maxAgeMs: number | undefined;
   };
 }
 
@@ -168,6 +171,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       keepWeekly: get('backup.keep_weekly'),
       keepMonthly: get('backup.keep_monthly'),
       targets: get<readonly TargetSettings[] | undefined>('backup.targets') ?? [],
+      maxAgeMs: get<string | undefined>('backup.max_age') === undefined ? undefined : parseDuration(get<string>('backup.max_age'), 'backup.max_age'),
     },
   };
   if ((settings.server.tlsCert === undefined) !== (settings.server.tlsKey === undefined)) {
@@ -340,6 +344,10 @@ function convert(spec: SettingSpec, found: RawValue): SettingValue {
     }
     case 'target-list':
       return parseTargets(raw, source, found.baseDir);
+    case 'duration': {
+      if (typeof raw !== 'string' || !/^\d{1,5}[hdwy]$/.test(raw.trim())) return invalid('a whole number with a unit h, d, w or y, such as 26h');
+      return raw.trim();
+    }
     case 'backup-key': {
       if (typeof raw !== 'string') return invalid('32 bytes given as 64 hex digits or as Base64', false);
       const key = decodeKey(raw.trim());

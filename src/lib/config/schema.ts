@@ -3,7 +3,7 @@
  * command-line flag, its type and its default. docs/configuration.md mirrors this table and
  * test/lib/config/docs.test.ts keeps the two in step.
  */
-export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron' | 'choice' | 'day-list' | 'target-list';
+export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron' | 'choice' | 'day-list' | 'target-list' | 'duration';
 
 export interface SettingSpec {
   readonly key: string;
@@ -349,6 +349,12 @@ export const SETTINGS: readonly SettingSpec[] = [
     // backup outlives the spec's 90 days on any schedule (3 kept nothing past 54 days).
     default: () => 6,
     description: 'Keep the newest backup of each of this many most recent months.',
+  },
+  {
+    key: 'backup.max_age',
+    env: 'LICENSE_BACKUP_MAX_AGE',
+    type: 'duration',
+    description: 'serve: raise backup.stale once when a place (local storage or a target) holds no good backup newer than this, such as 26h or 8d. Unset: no such alert.',
   },
   {
     key: 'backup.targets',

@@ -66,20 +66,28 @@ export class Copier {
     if (this.running) await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
   }
 
-  /** One round: the catch-up when it is due, then every due copy. Returns the outcomes (for tests). */
+  /**
+   * One round: the catch-up and the freshness check when they are due, then every due copy.
+   * Returns the outcomes (for tests).
+   */
   async round(): Promise<CopyOutcome[]> {
     const config = this.options.config();
     const targets = config.settings.backup.targets;
-    if (targets.length === 0) return [];
     const db = this.options.database();
-    if (Date.now() - this.lastCatchUp >= (this.options.catchUpMs ?? 15 * 60_000)) {
-      this.lastCatchUp = Date.now();
+    const periodic = Date.now() - this.lastCatchUp >= (this.options.catchUpMs ?? 15 * 60_000);
+    if (periodic) this.lastCatchUp = Date.now();
+    if (periodic && targets.length > 0) {
       await this.catchUp(db, config).catch((error: unknown) => this.options.log({ level: 'warn', msg: 'off-site catch-up failed', error: String(error) }));
     }
+    if (targets.length === 0) {
+      if (periodic) await this.checkFreshness(db, config);
+      return [];
+    }
     const outcomes: CopyOutcome[] = [];
-    for (;;) {
+    // Stopping ends the round between batches: a claimed copy is always finished or recorded.
+    while (!this.stopped) {
       const due = await claimDueCopies(db, this.owner, this.now(), 4);
-      if (due.length === 0 || this.stopped) break;
+      if (due.length === 0) break;
       const local = await listBackups(config.settings.backup.path);
       for (const copy of due) {
         const settings = targets.find((target) => target.name === copy.target);
@@ -100,7 +108,43 @@ export class Copier {
         outcomes.push(outcome);
       }
     }
+    if (periodic) await this.checkFreshness(db, config);
     return outcomes;
+  }
+
+  /**
+   * backup.stale, once per place and newest backup: the mark `backup.stale:<place>:<newest id>`
+   * in notification_marks is taken by one daemon, once; a newer backup there makes a new key,
+   * so the alert comes again only when that one goes stale too.
+   */
+  private async checkFreshness(db: Database, config: ResolvedConfig): Promise<void> {
+    const maxAgeMs = config.settings.backup.maxAgeMs;
+    if (maxAgeMs === undefined) return;
+    const { backupStatus } = await import('../status.js');
+    const { raiseEvent } = await import('../../notifications/outbox.js');
+    try {
+      const at = this.now();
+      for (const place of await backupStatus({ config, db, at, maxAgeMs })) {
+        if (!place.stale) continue;
+        await db.transaction(async (tx) => {
+          const won = await tx.query('INSERT INTO notification_marks (key, at, count) VALUES (?, ?, 1) ON CONFLICT (key) DO NOTHING RETURNING key', [
+            `backup.stale:${place.place}:${place.newest_backup_id ?? 'none'}`, at.toISOString(),
+          ]);
+          if (won.length === 0) return;
+          await raiseEvent(tx, 'backup.stale', {
+            place: place.place,
+            newest_backup_id: place.newest_backup_id,
+            newest_created_at: place.newest_created_at,
+            age_hours: place.age_seconds === null ? null : Math.round(place.age_seconds / 360) / 10,
+            max_age_hours: Math.round(maxAgeMs / 360_000) / 10,
+            last_error: place.unreachable ?? place.last_error,
+          }, { clock: () => at });
+          this.options.log({ level: 'warn', msg: 'backup stale', place: place.place, newest_backup_id: place.newest_backup_id });
+        });
+      }
+    } catch (error) {
+      this.options.log({ level: 'warn', msg: 'backup freshness check failed', error: String(error) });
+    }
   }
 
   /** Notes, for each target, the local backups it does not hold. */
