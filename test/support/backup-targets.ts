@@ -14,6 +14,8 @@ export interface TargetPlace {
   breakIt(): Promise<void>;
   /** Undoes breakIt. */
   mendIt(): Promise<void>;
+  /** Everything the place holds, debris included (temporary names; incomplete uploads as `upload:<key>`), read without the target's code. */
+  raw(): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -40,6 +42,10 @@ export const fileKind: TargetKindFixture = {
       async mendIt() {
         const { renameSync } = await import('node:fs');
         renameSync(`${directory}.away`, directory);
+      },
+      async raw() {
+        const { readdirSync } = await import('node:fs');
+        return readdirSync(directory);
       },
       async stop() {
         rmSync(root, { recursive: true, force: true });

@@ -1,4 +1,5 @@
 import type { Database, Queryable } from '../../storage/types.js';
+import { ownerState } from '../locks/work-owner.js';
 import { asIso, asIsoOrNull } from '../../storage/values.js';
 import type { CopyOutcome } from './copy.js';
 
@@ -46,15 +47,25 @@ export async function notePendingCopies(db: Queryable, backupId: string, targets
 
 /**
  * Claims the copy of `backupId` to `target` for `owner`, unless it is copied or someone else
- * holds it. True when this process may copy it now.
+ * holds it. True when this process may copy it now. A claim whose holder ran on this host and
+ * is gone (a command killed mid-copy) is taken over at once rather than after its lease: the
+ * operator's next `backup copy` must not wait half an hour for a dead process.
  */
 export async function claimCopy(db: Database, backupId: string, target: string, owner: string, at: Date): Promise<boolean> {
+  const until = new Date(at.getTime() + COPY_LEASE_MS).toISOString();
   const changed = await db.execute(
     `UPDATE backup_copies SET claimed_by = ?, claimed_until = ?
      WHERE backup_id = ? AND target = ? AND status <> 'copied' AND (claimed_until IS NULL OR claimed_until < ? OR claimed_by = ?)`,
-    [owner, new Date(at.getTime() + COPY_LEASE_MS).toISOString(), backupId, target, at.toISOString(), owner],
+    [owner, until, backupId, target, at.toISOString(), owner],
   );
-  return changed === 1;
+  if (changed === 1) return true;
+  const [row] = await db.query<{ claimed_by: string | null; status: string }>('SELECT claimed_by, status FROM backup_copies WHERE backup_id = ? AND target = ?', [backupId, target]);
+  const holder = row?.status !== 'copied' ? /^([0-9a-f]{8}):(\d+)$/.exec(row?.claimed_by ?? '') : null;
+  if (!holder || ownerState({ host: holder[1]!, pid: Number(holder[2]) }) !== 'gone') return false;
+  return (await db.execute(
+    `UPDATE backup_copies SET claimed_by = ?, claimed_until = ? WHERE backup_id = ? AND target = ? AND claimed_by = ?`,
+    [owner, until, backupId, target, row!.claimed_by],
+  )) === 1;
 }
 
 /** Claims up to `limit` copies whose retry is due, oldest backup first (a catch-up goes in order). */

@@ -61,6 +61,8 @@ export async function copyBackup(target: BackupTarget, directory: string, record
   const started = performance.now();
   try {
     if (await holdsVerifiedIndex(target, record)) return { ...base, result: 'present' };
+    // Whatever a killed attempt at this copy left: the caller holds its claim, so none is running.
+    for (const key of [record.file, indexName(record.backup_id)]) await target.clearDebris(new Date(), key).catch(() => 0);
     const archive = path.join(directory, record.file);
     await target.put(record.file, () => createReadStream(archive), record.size, {
       ...(options.signal ? { signal: options.signal } : {}),

@@ -100,12 +100,13 @@ export function openFileTarget(options: FileTargetOptions): BackupTarget {
       await rm(pathOf(key), { force: true }).catch((error: unknown) => fail(error, `cannot remove ${key}`));
     },
 
-    async clearDebris(startedBefore: Date): Promise<number> {
+    async clearDebris(startedBefore: Date, key?: string): Promise<number> {
       await ensureDirectory();
       let removed = 0;
       for (const entry of await readdir(directory)) {
         const started = TEMPORARY.exec(entry);
         if (!started || Number(started[1]) >= startedBefore.getTime()) continue;
+        if (key !== undefined && entry.slice(started[0].length) !== key) continue;
         await rm(path.join(directory, entry), { force: true }).catch((error: unknown) => fail(error, `cannot remove ${entry}`));
         removed += 1;
       }

@@ -1,4 +1,4 @@
-import { hostname } from 'node:os';
+import { hostTag } from '../locks/work-owner.js';
 import type { ResolvedConfig } from '../../config/resolve.js';
 import { now, type OperationContext } from '../../context.js';
 import { raiseEvent } from '../../notifications/outbox.js';
@@ -28,9 +28,9 @@ export interface ReplicateOptions {
   readonly onTarget?: (target: string, event: { readonly phase: 'start' } | { readonly phase: 'end'; readonly outcome: CopyOutcome }) => void;
 }
 
-/** Who holds a copy's claim: this process on this host. */
+/** Who holds a copy's claim: this process on this host (`<host tag>:<pid>`, work-owner.ts). */
 export function copyOwner(): string {
-  return `${hostname()}:${process.pid}`;
+  return `${hostTag()}:${process.pid}`;
 }
 
 /**

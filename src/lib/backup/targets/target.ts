@@ -53,10 +53,12 @@ export interface BackupTarget {
   delete(key: string): Promise<void>;
   /**
    * Removes what interrupted uploads left (temporary files, incomplete multipart uploads)
-   * that was started before `startedBefore`, so that an upload running now is left alone.
-   * Returns how many it removed.
+   * that was started before `startedBefore`, so that an upload running now is left alone;
+   * with `key`, only what uploads to that key left. Returns how many it removed. A caller
+   * that holds the copy's claim (copies.ts) clears its key's debris at any age: no one else
+   * uploads to that key meanwhile.
    */
-  clearDebris(startedBefore: Date): Promise<number>;
+  clearDebris(startedBefore: Date, key?: string): Promise<number>;
   /** Ends connections; the target is unusable afterwards. */
   close(): Promise<void>;
 }

@@ -1,0 +1,122 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { indexText, type BackupRecord } from '../../src/lib/backup/repository.js';
+import { resolveConfig } from '../../src/lib/config/resolve.js';
+import { openTarget } from '../../src/lib/backup/targets/open.js';
+import { killedAfter, ok, runCli } from '../support/cli.js';
+import { TARGET_KINDS } from '../support/backup-targets.js';
+import { prng } from '../support/prng.js';
+
+// Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
+const SEED = Number(process.env.FAULT_SEED ?? randomInt(2 ** 31));
+const KILLS = Number(process.env.COPY_KILLS ?? 20);
+const ARCHIVE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Issue 26, item 4: `backup copy` SIGKILLed at a random moment of an upload, KILLS times per
+ * target kind. After every kill the target lists the backup only when it is all there (its
+ * archive's bytes are the local ones), and nothing half-written; the next copy completes and
+ * leaves no debris of the killed ones.
+ */
+for (const kind of TARGET_KINDS) {
+  describe(`backup copy to a ${kind.kind} target, killed during the upload`, function () {
+    this.timeout(600_000);
+    it(`never lists a half copy, and the next run clears what the kills left (${KILLS} kills)`, async () => {
+      console.log(`      seed ${SEED} (FAULT_SEED=${SEED} repeats this run)`);
+      const random = prng(SEED);
+      const work = mkdtempSync(path.join(tmpdir(), `license-copy-kills-${kind.kind}-`));
+      const place = await kind.start();
+      try {
+        const backups = path.join(work, 'backups');
+        mkdirSync(backups, { mode: 0o700 });
+        const config = path.join(work, 'config.yaml');
+        writeFileSync(config, stringify({ backup: { targets: [{ name: 'offsite', ...place.entry }] } }));
+        const env = { ...place.env, LICENSE_DATA_DIR: path.join(work, 'data'), LICENSE_CONFIG: config, LICENSE_BACKUP_PATH: backups, LICENSE_BACKUP_ENCRYPTION_KEY: 'a7'.repeat(32) };
+        const cli = (...args: string[]) => runCli(args, { env, cwd: work });
+        ok(await cli('init'));
+        // A large archive the copy takes a while over; its bytes need not be a real backup's to be copied.
+        const id = '20261126T030000000Z-c0ffee';
+        const archive = randomBytes(ARCHIVE_BYTES);
+        const sha256 = createHash('sha256').update(archive).digest('hex');
+        const record: BackupRecord = {
+          backup_id: id, created_at: '2026-11-26T03:00:00.000Z', trigger: 'manual', engine: 'sqlite', schema_version: 9, encrypted: true,
+          tool_version: '0.1.0', file: `${id}.backup.tar.gz.enc`, size: archive.length, sha256, verified_at: '2026-11-26T03:00:01.000Z',
+        };
+        writeFileSync(path.join(backups, record.file), archive, { mode: 0o600 });
+        writeFileSync(path.join(backups, `${id}.backup.json`), indexText(record), { mode: 0o600 });
+
+        const listed = async () => JSON.parse(ok(await cli('backup', 'list', '--target', 'offsite', '--json')).stdout).map((backup: { id: string }) => backup.id) as string[];
+        // How long a whole copy takes here, and how long the command takes to reach the target
+        // at all (a listing), to spread the kills over the upload itself.
+        let started = performance.now();
+        ok(await cli('backup', 'copy', id, '--to', 'offsite'));
+        const whole = performance.now() - started;
+        assert.deepEqual(await listed(), [id]);
+        started = performance.now();
+        await listed();
+        const reach = performance.now() - started;
+
+        let completed = 0;
+        let interrupted = 0;
+        let early = 0;
+        for (let kill = 0; kill < KILLS; kill += 1) {
+          // Start from a target without the backup, so that every run uploads.
+          await removeFromTarget(env, work, record);
+          const at = Math.floor(reach * 0.8 + random() * Math.max(1, whole - reach * 0.8));
+          const code = await killedAfter(['backup', 'copy', id, '--to', 'offsite'], env, at);
+          const debris = (await place.raw()).filter((name) => name !== record.file && name !== `${id}.backup.json`);
+          const seen = await listed();
+          const context = `seed ${SEED}, kill ${kill + 1} at ${at} ms of ${Math.round(whole)} ms (exit ${code}); the target holds ${(await place.raw()).join(', ')}`;
+          if (seen.length === 0) {
+            // An upload under way leaves its debris, or an archive without its index.
+            if (debris.length > 0 || (await place.raw()).includes(record.file)) interrupted += 1;
+            else early += 1;
+          } else {
+            assert.deepEqual(seen, [id], context);
+            completed += 1;
+            // Listed means whole: the bytes read back from the target are the local ones.
+            assert.equal(await targetSha256(env, work, record.file), sha256, context);
+          }
+        }
+        console.log(`      ${KILLS} kills: ${interrupted} during an upload, ${early} before it began, ${completed} after the copy was listed; a whole copy took ${Math.round(whole)} ms, reaching the target ${Math.round(reach)} ms`);
+        assert.ok(interrupted >= KILLS / 3, `only ${interrupted} of ${KILLS} kills landed during an upload`);
+        // The next run completes the copy and clears what the kills left.
+        await removeFromTarget(env, work, record);
+        ok(await cli('backup', 'copy', id, '--to', 'offsite'));
+        assert.deepEqual(await listed(), [id]);
+        assert.deepEqual((await place.raw()).sort(), [`${id}.backup.json`, record.file].sort(), 'debris left on the target');
+      } finally {
+        await place.stop();
+        rmSync(work, { recursive: true, force: true });
+      }
+    });
+  });
+}
+
+/** Takes the backup off the target with the target's own code (as its retention would), its debris left as it is. */
+async function removeFromTarget(env: Record<string, string>, cwd: string, record: BackupRecord): Promise<void> {
+  const config = await resolveConfig({ cwd, env });
+  const target = await openTarget(config.settings.backup.targets[0]!, env);
+  try {
+    await target.delete(`${record.backup_id}.backup.json`);
+    await target.delete(record.file);
+  } finally {
+    await target.close();
+  }
+}
+
+async function targetSha256(env: Record<string, string>, cwd: string, key: string): Promise<string> {
+  const config = await resolveConfig({ cwd, env });
+  const target = await openTarget(config.settings.backup.targets[0]!, env);
+  try {
+    const hash = createHash('sha256');
+    for await (const chunk of await target.get(key)) hash.update(chunk as Buffer);
+    return hash.digest('hex');
+  } finally {
+    await target.close();
+  }
+}
