@@ -124,3 +124,22 @@ backup:
     assert.equal(shown?.value, 'offsite: s3://acme-backups/prod at https://s3.example.com; vault: sftp://lic@h.example:22/srv');
   });
 });
+
+describe('docs/configuration.md, "Off-site targets"', () => {
+  it('gives an example that the configuration reads as it says', async () => {
+    const doc = (await import('node:fs')).readFileSync(new URL('../../../../docs/configuration.md', import.meta.url), 'utf8');
+    const section = doc.slice(doc.indexOf('## Off-site targets'));
+    const yaml = /```yaml\n([\s\S]*?)```/.exec(section)![1]!;
+    const dir = mkdtempSync(path.join(tmpdir(), 'license-server-targets-doc-'));
+    try {
+      writeFileSync(path.join(dir, 'config.yaml'), yaml);
+      const { settings } = await resolveConfig({ cwd: dir, configPath: path.join(dir, 'config.yaml') });
+      assert.deepEqual(settings.backup.targets.map((target) => `${target.name}:${target.kind}`), ['nas:file', 'offsite:s3', 'vault:sftp']);
+      const json = /LICENSE_BACKUP_TARGETS='([^']+)'/.exec(section)![1]!;
+      const fromEnv = await resolveConfig({ cwd: dir, env: { LICENSE_BACKUP_TARGETS: json } });
+      assert.deepEqual(fromEnv.settings.backup.targets.map((target) => target.name), ['offsite']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
