@@ -561,11 +561,18 @@ export function startSilentServer(): Promise<FaultServer> {
  * Answers every request with what no S3 server sends:
  * - 'not-http': a line that is not HTTP at all (an SSH banner), then closes;
  * - 'plain-text': HTTP 200 with a text/plain page, as a captive portal or a web server would;
- * - 'malformed-xml': HTTP 200 with XML cut off in the middle.
+ * - 'malformed-xml': HTTP 200 with XML cut off in the middle;
+ * - 'foreign-xml': HTTP 200 with well-formed XML that is no S3 answer (a proxy's login page).
  */
-export function startGarbageServer(kind: 'not-http' | 'plain-text' | 'malformed-xml'): Promise<FaultServer> {
-  const body = kind === 'plain-text' ? 'It works! This is a web server, not S3.\n' : '<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Name>backups</Na';
-  const type = kind === 'plain-text' ? 'text/plain' : 'application/xml';
+export type Garbage = 'not-http' | 'plain-text' | 'malformed-xml' | 'foreign-xml';
+
+const GARBAGE: Record<Exclude<Garbage, 'not-http'>, { type: string; body: string }> = {
+  'plain-text': { type: 'text/plain', body: 'It works! This is a web server, not S3.\n' },
+  'malformed-xml': { type: 'application/xml', body: '<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult><Name>backups</Na' },
+  'foreign-xml': { type: 'application/xml', body: '<?xml version="1.0" encoding="UTF-8"?>\n<html><body><p>Sign in to continue</p></body></html>' },
+};
+
+export function startGarbageServer(kind: Garbage): Promise<FaultServer> {
   return listenTcp((socket) => {
     let seen = '';
     socket.setEncoding('latin1').on('data', (chunk: string) => {
@@ -577,6 +584,7 @@ export function startGarbageServer(kind: 'not-http' | 'plain-text' | 'malformed-
         socket.end('SSH-2.0-OpenSSH_9.2p1 Debian-2+deb12u3\r\n');
         return;
       }
+      const { type, body } = GARBAGE[kind];
       socket.write(`HTTP/1.1 200 OK\r\ncontent-type: ${type}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
     });
   });

@@ -366,6 +366,9 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
         const page = await attempt('clear debris', undefined, () =>
           client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: root, Delimiter: '/', KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker })),
         );
+        if (page.Bucket !== bucket && page.MaxUploads === undefined) {
+          throw new TargetError(name, 'protocol', `clear debris: the answer is not a list of the uploads in bucket ${bucket}`);
+        }
         for (const upload of page.Uploads ?? []) {
           if (!upload.Key || !upload.UploadId || !upload.Initiated || upload.Initiated >= startedBefore) continue;
           const { Key, UploadId } = upload;

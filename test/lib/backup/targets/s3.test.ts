@@ -181,6 +181,16 @@ describe('the s3 target (lib/backup/targets/s3.ts) against s3rver behind a SigV4
       assert.deepEqual(s3.requests.slice(small).map(({ operation }) => operation), ['PutObject']);
     });
 
+    it('refuses a multipart body one byte longer or shorter than its size, and leaves nothing behind', async () => {
+      const bucket = await freshBucket();
+      const target = open({ bucket });
+      const data = randomBytes(12 * MIB + 1);
+      // 12 MiB + 1 and 12 MiB - 1 make three 5 MiB parts as 12 MiB does: only counting tells them apart.
+      assert.equal(await failure(target.put('long.backup.tar.gz', chunked(data), data.length - 2)), 'protocol');
+      assert.equal(await failure(target.put('short.backup.tar.gz', chunked(data.subarray(0, data.length - 2)), data.length)), 'protocol');
+      assert.deepEqual(await raw(bucket), []);
+    });
+
     it('asks for server-side encryption on every object it writes, when configured', async () => {
       const bucket = await freshBucket();
       const cases = [
@@ -279,7 +289,7 @@ describe('the s3 target (lib/backup/targets/s3.ts) against s3rver behind a SigV4
 
     // 'protocol', not 'unreachable': the server was reached and answered, but not as S3 does;
     // trying again later will not help, and the operator should look at the endpoint, not the network.
-    for (const kind of ['not-http', 'plain-text', 'malformed-xml'] as const) {
+    for (const kind of ['not-http', 'plain-text', 'malformed-xml', 'foreign-xml'] as const) {
       it(`answers garbage (${kind}) with "protocol"`, async () => {
         const garbage = await startGarbageServer(kind);
         try {
@@ -333,6 +343,8 @@ describe('the s3 target (lib/backup/targets/s3.ts) against s3rver behind a SigV4
         await direct.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key }));
       }
       const target = open({ bucket });
+      assert.deepEqual(await raw(bucket), ['upload:old.backup.tar.gz']);
+      assert.equal(await target.clearDebris(new Date(Date.now() - 60_000)), 0, 'an upload started after the cut-off is left alone');
       assert.deepEqual(await raw(bucket), ['upload:old.backup.tar.gz']);
       assert.equal(await target.clearDebris(new Date(Date.now() + 1000)), 1);
       assert.deepEqual(await raw(bucket), []);
