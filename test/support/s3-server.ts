@@ -598,3 +598,23 @@ export async function unusedEndpoint(): Promise<string> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}`;
 }
+
+/**
+ * Answers every request with 200 and a 1 MiB Content-Length, sends the first 64 KiB of it,
+ * then 'stall's (keeps the connection open and silent) or 'reset's it: a download that
+ * breaks after it began.
+ */
+export function startBrokenBodyServer(mode: 'stall' | 'reset'): Promise<FaultServer> {
+  return listenTcp((socket) => {
+    let seen = '';
+    socket.setEncoding('latin1').on('data', (chunk: string) => {
+      seen += chunk;
+      if (!seen.includes('\r\n\r\n')) return;
+      seen = '';
+      socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: ${1024 * 1024}\r\n\r\n`);
+      socket.write(randomBytes(64 * 1024), () => {
+        if (mode === 'reset') socket.resetAndDestroy();
+      });
+    });
+  });
+}

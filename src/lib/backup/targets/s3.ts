@@ -164,7 +164,7 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
   // The SDK warns on stderr, in several lines, that it will need Node 22 from 2027; that
   // would break the CLI's one summary line. package-lock.json pins the SDK we tested.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
-  const agentOptions = { keepAlive: true, maxSockets: 16, lookup: lookupLocalhostNames };
+  const agentOptions = { keepAlive: true, maxSockets: Math.max(16, 2 * queueSize), lookup: lookupLocalhostNames };
   const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
   const client = new S3Client({
     region: options.region,
@@ -214,7 +214,10 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
     if (message && message !== code && message !== 'UnknownError') detail += `: ${message}`;
     for (const secret of secrets) detail = detail.split(secret).join('[redacted]');
     detail = detail.replace(/AWS4-HMAC-SHA256 \S.*$/, 'AWS4-HMAC-SHA256 [redacted]');
-    return new TargetError(name, reason, detail, { cause: error });
+    // A service error carries what the server sent back, which can echo the signed request
+    // (AWS's SignatureDoesNotMatch has its CanonicalRequest, with a session token in it):
+    // its code, status and message are in the detail; a network error is kept as the cause.
+    return new TargetError(name, reason, detail, shape.$metadata ? {} : { cause: error });
   };
 
   const attempt = async <T>(operation: string, key: string | undefined, work: () => Promise<T>): Promise<T> => {
@@ -307,9 +310,9 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
       const output = await attempt('get', key, () => client.send(new GetObjectCommand({ Bucket: bucket, Key }), { abortSignal: getOptions.signal }));
       const body = output.Body;
       if (!(body instanceof Readable)) throw new TargetError(name, 'protocol', `get ${key}: the answer has no body`);
-      // A reset or a stall while the bytes arrive comes out as a TargetError too.
+      // A reset or a stall while the bytes arrive comes out as a TargetError too; an abort as itself.
       const out = new PassThrough();
-      body.once('error', (error) => out.destroy(targetError('get', key, error) as Error));
+      body.on('error', (error) => out.destroy((getOptions.signal?.aborted ? getOptions.signal.reason : targetError('get', key, error)) as Error));
       out.once('close', () => body.destroy());
       return body.pipe(out);
     },
@@ -373,11 +376,11 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
           if (!upload.Key || !upload.UploadId || !upload.Initiated || upload.Initiated >= startedBefore) continue;
           const { Key, UploadId } = upload;
           try {
-            await attempt('clear debris', Key.slice(root.length), () => client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId })));
+            await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId }));
             removed += 1;
           } catch (error) {
             // Aborted meanwhile by someone else (the upload's own clean-up): gone all the same.
-            if (!(isTargetError(error) && error.reason === 'missing' && (error.cause as SdkErrorShape | undefined)?.name === 'NoSuchUpload')) throw error;
+            if ((error as SdkErrorShape).name !== 'NoSuchUpload') throw targetError('clear debris', Key.slice(root.length), error);
           }
         }
         if (!page.IsTruncated) return removed;

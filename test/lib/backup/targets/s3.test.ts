@@ -7,7 +7,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { openS3Target, type S3TargetOptions } from '../../../../src/lib/backup/targets/s3.js';
 import { isTargetError, type BackupTarget, type TargetError } from '../../../../src/lib/backup/targets/target.js';
 import { startBlackHole } from '../../../support/black-hole.js';
-import { NodeSha256, startGarbageServer, startS3ServerOrSkip, startSilentServer, unusedEndpoint, type S3TestServer } from '../../../support/s3-server.js';
+import { NodeSha256, startBrokenBodyServer, startGarbageServer, startS3ServerOrSkip, startSilentServer, unusedEndpoint, type S3TestServer } from '../../../support/s3-server.js';
 import { chunked, failure, readAll, sha256, targetContract } from './contract.js';
 
 const MIB = 1024 * 1024;
@@ -302,6 +302,22 @@ describe('the s3 target (lib/backup/targets/s3.ts) against s3rver behind a SigV4
         }
       });
     }
+
+    it('fails a download that breaks after it began with a TargetError from the stream: "timeout" when it stalls, "unreachable" when reset', async () => {
+      for (const [mode, reason] of [['stall', 'timeout'], ['reset', 'unreachable']] as const) {
+        const broken = await startBrokenBodyServer(mode);
+        try {
+          const target = open({ bucket: 'backups', endpoint: broken.endpoint, timeoutSeconds: 1 });
+          const stream = await target.get('20261126T000000000Z-abcdef.backup.tar.gz.enc');
+          const started = Date.now();
+          const error = await targetFailure(readAll(stream));
+          assert.equal(error.reason, reason, error.message);
+          assert.ok(Date.now() - started < 4000);
+        } finally {
+          await broken.stop();
+        }
+      }
+    });
 
     it('answers a full store with "full", and leaves no upload behind', async () => {
       const bucket = await freshBucket();
