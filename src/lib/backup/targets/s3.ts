@@ -172,9 +172,11 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
     forcePathStyle: options.pathStyle,
     credentials: { ...options.credentials },
     maxAttempts: ATTEMPTS,
-    // The SDK's newer default sends CRC32 checksums as aws-chunked trailers, which many
-    // S3-compatible providers (B2, R2, older MinIO, s3rver) refuse; send a checksum only
-    // where an operation requires one, and do not insist on one in answers.
+    // The SDK's default since 3.729 sends CRC32 checksums on every upload (x-amz-checksum-*
+    // and x-amz-sdk-checksum-algorithm headers, aws-chunked trailers for streams) and asks
+    // for them in answers (x-amz-checksum-mode). Many S3-compatible providers (B2, R2, older
+    // MinIO, s3rver) refuse those headers or trailers; send a checksum only where an
+    // operation requires one, and do not insist on one in answers.
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     // connectionTimeout bounds the TCP/TLS connect; socketTimeout is the idle timeout of a
