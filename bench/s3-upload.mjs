@@ -3,7 +3,7 @@
 // lib-storage Upload of the same file, in the same run, to the tests' S3 server
 // (test/support/s3-server.ts: s3rver behind its SigV4-checking front) on loopback:
 //
-//   npm run build && node bench/s3-upload.mjs [--size-mb 1024] [--rounds 2]
+//   npm run build && node bench/s3-upload.mjs [--size-mb 1024] [--rounds 2] [--part-mb 16] [--queue 2]
 //
 // Both sides use the same client settings (16 MiB parts, 2 in flight, checksums only when
 // required, the same timeouts), so the difference is what put() adds: its byte counting,
@@ -20,12 +20,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const MiB = 1024 * 1024;
-const PART_SIZE = 16 * MiB;
-const QUEUE_SIZE = 2;
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : fallback;
 };
+const PART_SIZE = Number(arg('part-mb', '16')) * MiB;
+const QUEUE_SIZE = Number(arg('queue', '2'));
 const self = fileURLToPath(import.meta.url);
 const root = path.resolve(path.dirname(self), '..');
 
@@ -112,7 +112,11 @@ async function orchestrate() {
     const results = { plain: [], put: [] };
     for (let round = 0; round < rounds; round += 1) {
       for (const kind of round % 2 === 0 ? ['plain', 'put'] : ['put', 'plain']) {
-        const run = spawnSync('/usr/bin/time', ['-f', '%e %M', process.execPath, self, '--measure', kind], { env, cwd: root, encoding: 'utf8' });
+        const run = spawnSync('/usr/bin/time', ['-f', '%e %M', process.execPath, self, '--measure', kind, '--part-mb', String(PART_SIZE / MiB), '--queue', String(QUEUE_SIZE)], {
+          env,
+          cwd: root,
+          encoding: 'utf8',
+        });
         if (run.status !== 0) throw new Error(`${kind} failed (${run.status}): ${run.stderr.slice(-2000)}`);
         const [wall, kib] = run.stderr.trim().split('\n').pop().split(' ').map(Number);
         const { seconds, bytes } = JSON.parse(run.stdout.trim().split('\n').pop());
@@ -131,7 +135,7 @@ async function orchestrate() {
     const peak = Math.max(...results.put.map((row) => row.rssMiB));
     const plainPeak = Math.max(...results.plain.map((row) => row.rssMiB));
     console.log(
-      `\n${sizeMiB} MiB, ${rounds} round(s): put ${put.toFixed(1)} MiB/s vs plain Upload ${plain.toFixed(1)} MiB/s = ${(put / plain).toFixed(2)}x (goal >= 0.9); ` +
+      `\n${sizeMiB} MiB, ${rounds} round(s), ${PART_SIZE / MiB} MiB parts x ${QUEUE_SIZE} in flight: put ${put.toFixed(1)} MiB/s vs plain Upload ${plain.toFixed(1)} MiB/s = ${(put / plain).toFixed(2)}x (goal >= 0.9); ` +
         `peak RSS put ${peak.toFixed(1)} MiB, plain ${plainPeak.toFixed(1)} MiB (goal < 200)`,
     );
   } finally {
