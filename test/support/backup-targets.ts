@@ -54,4 +54,56 @@ export const fileKind: TargetKindFixture = {
   },
 };
 
-export const TARGET_KINDS: readonly TargetKindFixture[] = [fileKind];
+/**
+ * A bucket on the suite's S3-compatible server (test/support/s3-server.ts: s3rver behind a
+ * front that checks every SigV4 signature), under a prefix, credentials from the environment.
+ * Broken by stopping the server, mended by starting another on the same port and store.
+ */
+export const s3Kind: TargetKindFixture = {
+  kind: 's3',
+  async start() {
+    const { startS3Server } = await import('./s3-server.js');
+    const { S3Client, ListObjectsV2Command, ListMultipartUploadsCommand } = await import('@aws-sdk/client-s3');
+    const server = await startS3Server();
+    const bucket = `lic-${Math.random().toString(16).slice(2, 10)}`;
+    await server.createBucket(bucket);
+    const prefix = 'prod/license-server';
+    const direct = () => new S3Client({
+      endpoint: server.endpoint, region: server.region, forcePathStyle: true, credentials: server.credentials,
+      requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
+    });
+    return {
+      entry: { kind: 's3', endpoint: server.endpoint, region: server.region, bucket, prefix, path_style: true, part_size_mib: 5, timeout: 5, access_key_id_env: 'TEST_S3_KEY_ID', secret_access_key_env: 'TEST_S3_SECRET' },
+      env: { TEST_S3_KEY_ID: server.credentials.accessKeyId, TEST_S3_SECRET: server.credentials.secretAccessKey },
+      async breakIt() {
+        server.setDown(true);
+      },
+      async mendIt() {
+        server.setDown(false);
+      },
+      async raw() {
+        const client = direct();
+        try {
+          const root = `${prefix}/`;
+          const names: string[] = [];
+          let token: string | undefined;
+          do {
+            const page = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: root, ContinuationToken: token }));
+            names.push(...(page.Contents ?? []).map(({ Key }) => Key!.slice(root.length)));
+            token = page.NextContinuationToken;
+          } while (token);
+          const uploads = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: root }));
+          names.push(...(uploads.Uploads ?? []).map(({ Key }) => `upload:${Key!.slice(root.length)}`));
+          return names;
+        } finally {
+          client.destroy();
+        }
+      },
+      async stop() {
+        await server.stop();
+      },
+    };
+  },
+};
+
+export const TARGET_KINDS: readonly TargetKindFixture[] = [fileKind, s3Kind];

@@ -87,6 +87,8 @@ export interface S3TestServer {
   createBucket(name: string): Promise<void>;
   /** The next `count` requests for `operation` are refused with this S3 error. */
   failNext(operation: string, error: { readonly status: number; readonly code: string; readonly message?: string }, count?: number): void;
+  /** Down: every connection dropped as it arrives (keep-alive ones too), until set up again. */
+  setDown(down: boolean): void;
   stop(): Promise<void>;
 }
 
@@ -469,7 +471,15 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
       }
     };
 
-    const frontServer = createServer((req, res) => void handle(req, res));
+    // An outage (setDown): every connection is dropped as it arrives, as a server that went away would.
+    let down = false;
+    const frontServer = createServer((req, res) => {
+      if (down) {
+        req.socket.destroy();
+        return;
+      }
+      void handle(req, res);
+    });
     front = frontServer;
     await new Promise<void>((resolve, reject) => {
       frontServer.once('error', reject);
@@ -489,6 +499,10 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
       },
       failNext(operation, error, count = 1) {
         injected.set(operation, { status: error.status, code: error.code, message: error.message ?? `${error.code} (injected by the test)`, left: count });
+      },
+      setDown(value) {
+        down = value;
+        if (value) frontServer.closeAllConnections();
       },
       async stop() {
         frontServer.closeAllConnections();

@@ -14,7 +14,27 @@ export async function openTarget(settings: TargetSettings, env: Readonly<Record<
   switch (settings.kind) {
     case 'file':
       return openFileTarget({ name: settings.name, directory: settings.path });
-    case 's3':
+    case 's3': {
+      const [{ openS3Target }, accessKeyId, secretAccessKey, sessionToken] = await Promise.all([
+        import('./s3.js'),
+        readCredential(settings.name, 'the access key id', settings.accessKeyId, env),
+        readCredential(settings.name, 'the secret access key', settings.secretAccessKey, env),
+        settings.sessionToken ? readCredential(settings.name, 'the session token', settings.sessionToken, env) : undefined,
+      ]);
+      return openS3Target({
+        name: settings.name,
+        ...(settings.endpoint ? { endpoint: settings.endpoint } : {}),
+        region: settings.region,
+        bucket: settings.bucket,
+        prefix: settings.prefix,
+        pathStyle: settings.pathStyle,
+        ...(settings.serverSideEncryption === 'AES256' ? { serverSideEncryption: { kind: 'AES256' as const } } : {}),
+        ...(settings.serverSideEncryption === 'aws:kms' ? { serverSideEncryption: { kind: 'aws:kms' as const, ...(settings.kmsKeyId ? { keyId: settings.kmsKeyId } : {}) } } : {}),
+        credentials: { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) },
+        timeoutSeconds: settings.timeoutSeconds,
+        partSize: settings.partSizeMiB * 1024 * 1024,
+      });
+    }
     case 'sftp':
       throw new LicenseServerError('CONFIG_INVALID_VALUE', `backup.targets ${settings.name}: kind ${settings.kind} is not available in this build`);
   }

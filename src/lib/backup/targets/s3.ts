@@ -363,7 +363,8 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
       }
     },
 
-    async clearDebris(startedBefore) {
+    async clearDebris(startedBefore, key) {
+      const only = key === undefined ? undefined : objectKey(key);
       let removed = 0;
       let keyMarker: string | undefined;
       let uploadIdMarker: string | undefined;
@@ -376,6 +377,7 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
         }
         for (const upload of page.Uploads ?? []) {
           if (!upload.Key || !upload.UploadId || !upload.Initiated || upload.Initiated >= startedBefore) continue;
+          if (only !== undefined && upload.Key !== only) continue;
           const { Key, UploadId } = upload;
           try {
             await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId }));

@@ -144,7 +144,8 @@ export function targetContract(kind: string, subject: () => Promise<ContractSubj
       const body = () => Readable.from((async function* () {
         yield randomBytes(6 * 1024 * 1024);
         paused();
-        await new Promise((resolve) => setTimeout(resolve, 60_000));
+        // Until the abort below ends the upload; unref'd, so that it holds no process open.
+        await new Promise((resolve) => setTimeout(resolve, 60_000).unref());
       })());
       const upload = target.put('running.backup.tar.gz', body, 12 * 1024 * 1024, { signal: controller.signal }).catch(() => undefined);
       await reached;
