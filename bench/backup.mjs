@@ -11,6 +11,11 @@
 // reads back on one): the PostgreSQL server's processes are not counted, on either side.
 // Goals (issue 6): create and restore at least as fast as the baseline, peak RSS < 200 MiB;
 // issue 15 keeps the read-back of every created archive inside the measured create.
+//
+// With --target sftp|s3 it measures the off-site copy instead (issue 26): a 1 GiB archive
+// put to the target beside the same library's or tool's plain upload of the same file, in
+// the same run (bench/lib/target-sftp.mjs: OpenSSH's `sftp put`; bench/lib/target-s3.mjs:
+// the AWS SDK's Upload). Goals: at least 0.9x the plain upload, peak RSS < 200 MiB.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -26,6 +31,14 @@ const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : fallback;
 };
+if (arg('target')) {
+  const kind = arg('target');
+  if (kind !== 'sftp' && kind !== 's3') throw new Error('--target is sftp or s3');
+  const script = fileURLToPath(new URL(`./lib/target-${kind}.mjs`, import.meta.url));
+  const rest = process.argv.slice(2).filter((_, i, all) => all[i] !== '--target' && all[i - 1] !== '--target');
+  const run = spawnSync(process.execPath, [script, ...rest], { stdio: 'inherit' });
+  process.exit(run.status ?? 1);
+}
 const LICENSES = Number(arg('licenses', '1000000'));
 const AUDIT = Number(arg('audit', '3000000'));
 const CUSTOMERS = Math.max(1, Math.floor(LICENSES / 10));

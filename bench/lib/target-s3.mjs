@@ -3,7 +3,7 @@
 // lib-storage Upload of the same file, in the same run, to the tests' S3 server
 // (test/support/s3-server.ts: s3rver behind its SigV4-checking front) on loopback:
 //
-//   npm run build && node bench/s3-upload.mjs [--size-mb 1024] [--rounds 2] [--part-mb 16] [--queue 2]
+//   npm run build && node bench/backup.mjs --target s3 [--size-mb 1024] [--rounds 2] [--part-mb 16] [--queue 2]
 //
 // Both sides use the same client settings (16 MiB parts, 2 in flight, checksums only when
 // required, the same timeouts), so the difference is what put() adds: its byte counting,
@@ -11,7 +11,6 @@
 // /usr/bin/time for wall time and peak RSS; the S3 server runs in a process of its own and
 // is not counted. Rounds alternate plain and put so that disk and machine noise hit both.
 // Goals (issue 26): put at least 0.9x the plain Upload's throughput, peak RSS < 200 MiB.
-// This is to become `bench/backup.mjs --target s3`.
 import { spawn, spawnSync } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
@@ -27,7 +26,7 @@ const arg = (name, fallback) => {
 const PART_SIZE = Number(arg('part-mb', '16')) * MiB;
 const QUEUE_SIZE = Number(arg('queue', '2'));
 const self = fileURLToPath(import.meta.url);
-const root = path.resolve(path.dirname(self), '..');
+const root = path.resolve(path.dirname(self), '../..');
 
 if (arg('measure')) await measure(arg('measure'));
 else await orchestrate();
