@@ -168,6 +168,9 @@ function parseTarget(entry: Record<string, unknown>, index: number, source: stri
     case 'sftp': {
       const fingerprints = field.fingerprints('host_key_fingerprint');
       const knownHostsFile = field.absolutePath('known_hosts_file');
+      if (fingerprints.length > 0 && knownHostsFile !== undefined) {
+        throw invalid(`${where}: give the server's host key one way, host_key_fingerprint or known_hosts_file, not both (from ${source})`);
+      }
       if (fingerprints.length === 0 && knownHostsFile === undefined) {
         throw invalid(`${where}: give the server's host key, as host_key_fingerprint ("SHA256:...", from ssh-keygen -lf) or known_hosts_file; an unknown host key is never accepted (from ${source})`);
       }

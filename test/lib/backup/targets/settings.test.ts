@@ -99,6 +99,8 @@ backup:
       'CONFIG_INVALID_VALUE', /host_key_fingerprint.*known_hosts_file/);
     await refused(withFile('backup:\n  targets:\n    - { name: vault, kind: sftp, host: h, user: u, path: /srv, private_key_file: /k, host_key_fingerprint: "MD5:aa:bb" }\n'),
       'CONFIG_INVALID_VALUE', /SHA256/);
+    await refused(withFile(`backup:\n  targets:\n    - { name: vault, kind: sftp, host: h, user: u, path: /srv, private_key_file: /k, host_key_fingerprint: "${FINGERPRINT}", known_hosts_file: /kh }\n`),
+      'CONFIG_INVALID_VALUE', /one way, host_key_fingerprint or known_hosts_file, not both/);
   });
 
   it('refuses unknown keys, duplicate names, bad names and kinds, and bad values, naming the target', async () => {
