@@ -78,6 +78,8 @@ class Session {
   dropped = false;
   /** Set when we gave the connection up because the server left a request unanswered. */
   timedOut: TargetError | undefined;
+  /** What ssh2 said ended the connection (a keepalive timeout, a reset): more telling than its pending requests' "No response from server". */
+  lostWith: Error | undefined;
 
   constructor(
     private readonly target: SftpTarget,
@@ -215,7 +217,10 @@ class SftpTarget implements BackupTarget {
   /** The TargetError an SSH or SFTP error means; anything else is passed on as it is. */
   private failure(error: unknown, doing: string, session?: Session, writing = false): unknown {
     if (error instanceof TargetError) return error;
-    if (session?.timedOut && isConnectionLoss(error)) return session.timedOut;
+    if (session && isConnectionLoss(error)) {
+      if (session.timedOut) return session.timedOut;
+      error = session.lostWith ?? error;
+    }
     const reason = reasonOf(error, writing);
     if (reason === undefined) return error;
     return this.error(reason, `${doing}: ${describe(error, reason, writing)}`, error);
@@ -244,7 +249,7 @@ class SftpTarget implements BackupTarget {
     const handle = await session.ask<Buffer>(`creating ${temporary}`, (done) => sftp.open(temporary, 'w', { mode: 0o600 }, done));
     let open = true;
     try {
-      await this.writeAll(session, handle, body(), size, signal, onProgress);
+      await this.writeAll(session, temporary, handle, body(), size, signal, onProgress);
       const doing = `writing ${temporary}`;
       await session
         .ask<void>(`fsync of ${temporary}`, (done) => {
@@ -273,8 +278,8 @@ class SftpTarget implements BackupTarget {
    * Sends the body in writes of WRITE_BYTES, at most WRITES_IN_FLIGHT unanswered: the body
    * is read only as fast as the server answers, so memory stays bounded whatever its size.
    */
-  private async writeAll(session: Session, handle: Buffer, body: Readable, size: number, signal: AbortSignal | undefined, onProgress: ((bytes: number) => void) | undefined): Promise<void> {
-    const doing = `writing ${this.directory}`;
+  private async writeAll(session: Session, temporary: string, handle: Buffer, body: Readable, size: number, signal: AbortSignal | undefined, onProgress: ((bytes: number) => void) | undefined): Promise<void> {
+    const doing = `writing ${temporary}`;
     let sent = 0;
     let written = 0;
     let inFlight = 0;
@@ -473,7 +478,8 @@ class SftpTarget implements BackupTarget {
       try {
         return await work(session);
       } catch (error) {
-        if (attempt === 1 && reused && session.dropped && !session.timedOut && isConnectionLoss(error)) continue;
+        const lostToSilence = session.timedOut !== undefined || (session.lostWith !== undefined && reasonOf(session.lostWith, false) === 'timeout');
+        if (attempt === 1 && reused && session.dropped && !lostToSilence && isConnectionLoss(error instanceof TargetError ? error.cause : error)) continue;
         throw this.failure(error, doing, session);
       }
     }
@@ -548,7 +554,10 @@ class SftpTarget implements BackupTarget {
           clearTimeout(timer);
           const session = new Session(this, client, sftp);
           const drop = () => (session.dropped = true);
-          client.on('close', drop).on('end', drop).on('error', drop);
+          client.on('close', drop).on('end', drop).on('error', (error: Error) => {
+            session.lostWith ??= error;
+            drop();
+          });
           sftp.on('close', drop).on('end', drop);
           resolve(session);
         });
