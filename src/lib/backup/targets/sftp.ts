@@ -564,6 +564,8 @@ class SftpTarget implements BackupTarget {
       });
       try {
         client.connect(config);
+        // Requests wait for their answers: Nagle's algorithm would hold each small one back for the last ACK.
+        client.setNoDelay(true);
       } catch (error) {
         // ssh2 parses the key here: a wrong passphrase or an unreadable key says so without showing either.
         fail(Object.assign(new Error(`the private key cannot be used: ${(error as Error).message}`), { level: 'client-authentication' }));
