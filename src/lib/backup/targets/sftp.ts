@@ -183,7 +183,7 @@ function reasonOf(error: unknown, writing: boolean): TargetFailure | undefined {
 
 function describe(error: unknown, reason: TargetFailure, writing: boolean): string {
   const message = error instanceof Error ? error.message : String(error);
-  if (reason === 'full' && writing) return `${message} (the server's disk or quota is full)`;
+  if (reason === 'full' && writing) return `${message} (a write failed: the server's disk or quota is most likely full)`;
   return message;
 }
 
@@ -290,15 +290,14 @@ class SftpTarget implements BackupTarget {
       wake = undefined;
       waiting?.();
     };
-    // Rejects with the first failure. Raced against the body, whose next chunk may be long in
-    // coming and cannot be interrupted (an async generator finishes its await before it stops).
-    let rejectFailure!: (error: unknown) => void;
-    const failure = new Promise<never>((_resolve, reject) => (rejectFailure = reject));
-    failure.catch(() => undefined);
+    // Stops the wait for the body's next chunk, which may be long in coming and cannot be
+    // interrupted (an async generator finishes its await before it stops). Not a race against
+    // one long-lived promise: every race would leave a reaction on it, holding its chunk.
+    let stopWaiting: ((error: unknown) => void) | undefined;
     const fail = (error: unknown) => {
       if (failed !== undefined) return;
       failed = error;
-      rejectFailure(error);
+      stopWaiting?.(error);
       wakeUp();
     };
     const stall = new Stall(this.timeoutMs, () => fail(session.timeout(doing)));
@@ -326,7 +325,12 @@ class SftpTarget implements BackupTarget {
       for (;;) {
         const next = chunks.next();
         next.catch(() => undefined);
-        const { done, value: chunk } = await Promise.race([next, failure]);
+        const { done, value: chunk } = await new Promise<IteratorResult<unknown>>((resolve, reject) => {
+          stopWaiting = reject;
+          next.then(resolve, reject);
+        });
+        stopWaiting = undefined;
+        if (failed !== undefined) throw failed;
         if (done) break;
         const data = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
         if (sent + data.length > size) throw this.error('protocol', `the body is longer than its size, ${size} bytes`);
