@@ -24,7 +24,9 @@ import path from 'node:path';
  *
  * sshd has no port 0: a free port is found first, and another tried if it was taken meanwhile.
  * As root it needs /run/sshd (its privilege separation directory), made here; as another user
- * it runs without privilege separation and lets only that user in (UsePAM no).
+ * it runs without privilege separation and lets only that user in (UsePAM no), whose account
+ * must not be locked: with a "!" password in /etc/shadow, as `nobody` has, sshd refuses it
+ * even a key. Tried both ways; only the small disk needs root.
  */
 export interface TestSshd {
   readonly host: '127.0.0.1';
