@@ -32,10 +32,11 @@ export function keyTypeOf(blob: Buffer): string {
 
 const FINGERPRINT = /^SHA256:([A-Za-z0-9+/]{43})=?$/;
 
-/** Checks the fingerprints' form up front, so that a typo is a configuration error and not a refused server. */
-export function invalidFingerprint(fingerprints: readonly string[]): string | undefined {
+/** What is wrong with the pinned fingerprints, checked up front so that a typo is a configuration error and not a refused server. */
+export function fingerprintProblem(fingerprints: readonly string[]): string | undefined {
   if (fingerprints.length === 0) return 'no host key fingerprint is pinned';
-  return fingerprints.find((fingerprint) => !FINGERPRINT.test(fingerprint.trim()));
+  const invalid = fingerprints.find((fingerprint) => !FINGERPRINT.test(fingerprint.trim()));
+  return invalid === undefined ? undefined : `${JSON.stringify(invalid)} is not a host key fingerprint as ssh-keygen -lf prints it (SHA256:...)`;
 }
 
 /**

@@ -4,7 +4,7 @@ import { Socket } from 'node:net';
 import path from 'node:path';
 import { Readable, addAbortSignal } from 'node:stream';
 import type { Client, ConnectConfig, FileEntryWithStats, ServerHostKeyAlgorithm, SFTPWrapper, Stats } from 'ssh2';
-import { invalidFingerprint, knownHostKeyTypes, verifyHostKey } from './sftp-host-key.js';
+import { fingerprintProblem, knownHostKeyTypes, verifyHostKey } from './sftp-host-key.js';
 import { TargetError, type BackupTarget, type PutOptions, type StoredObject, type TargetFailure } from './target.js';
 
 /**
@@ -37,7 +37,7 @@ const TEMPORARY = /^\.tmp-(\d+)-/;
 /**
  * Writes in flight at once, and their size: 64 in flight, as OpenSSH's sftp client keeps,
  * keep a slow link busy. ssh2 splits a write larger than the server takes (OpenSSH takes
- * 255 KiB, others 32 KiB) into pieces sent one after the other, so 64 KiB costs such a
+ * 255 KiB, ssh2 assumes about 32 KiB of others) into pieces sent one after the other, so 64 KiB costs such a
  * server nothing and saves OpenSSH half the requests. bench/sftp-upload.mjs, 512 MiB on
  * loopback (two cores), pure-JS ssh2: 32 KiB 0.83x sftp's speed, 64 KiB 0.88-0.94x (both
  * with the socket corked, below); 128 KiB x 32 and 255 KiB x 8 no better.
@@ -66,12 +66,8 @@ export function openSftpTarget(options: SftpTargetOptions): BackupTarget {
     throw new TypeError(`sftp target ${options.name}: directory must be an absolute path, not ${JSON.stringify(options.directory)}`);
   }
   if (!(options.timeoutSeconds > 0)) throw new TypeError(`sftp target ${options.name}: timeoutSeconds must be positive`);
-  if ('fingerprints' in options.hostKey) {
-    const invalid = invalidFingerprint(options.hostKey.fingerprints);
-    if (invalid !== undefined) {
-      throw new TargetError(options.name, 'host-key', options.hostKey.fingerprints.length === 0 ? invalid : `${JSON.stringify(invalid)} is not a fingerprint as ssh-keygen -lf prints it (SHA256:...)`);
-    }
-  }
+  const problem = 'fingerprints' in options.hostKey ? fingerprintProblem(options.hostKey.fingerprints) : undefined;
+  if (problem !== undefined) throw new TargetError(options.name, 'host-key', problem);
   return new SftpTarget(options);
 }
 

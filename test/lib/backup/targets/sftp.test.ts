@@ -299,6 +299,15 @@ describe('the sftp target, against OpenSSH sshd', function () {
     assert.equal(sha256(readFileSync(path.join(server.localDirectory, '20261126T000000000Z-abcdef.backup.tar.gz'))), sha256(data));
   });
 
+  it('refuses a pinned fingerprint that is not one (an MD5 one, a key, none) before connecting', async () => {
+    const server = await sshd();
+    for (const fingerprints of [['MD5:16:27:ac:a5:76:28:2d:36:63:1b:56:4d:eb:df:a6:48'], [server.knownHostsLine.split(' ')[2]!], [], [server.hostKeyFingerprint, 'SHA256:short']]) {
+      assert.throws(() => openSftpTarget(optionsFor(server, { hostKey: { fingerprints } })), (error: unknown) => isTargetError(error) && error.reason === 'host-key', JSON.stringify(fingerprints));
+    }
+    assert.equal(server.connections().length, 0);
+    assert.doesNotMatch(server.log(), /Accepted|Connection/);
+  });
+
   it('names where it is without a credential', async () => {
     const server = await sshd();
     const target = open(optionsFor(server, { passphrase: 'not-shown' }));
