@@ -8,7 +8,7 @@ import { indexText, type BackupRecord } from '../../src/lib/backup/repository.js
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { openTarget } from '../../src/lib/backup/targets/open.js';
 import { killedAfter, ok, runCli } from '../support/cli.js';
-import { TARGET_KINDS } from '../support/backup-targets.js';
+import { requireKind, TARGET_KINDS } from '../support/backup-targets.js';
 import { prng } from '../support/prng.js';
 
 // Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
@@ -25,7 +25,8 @@ const ARCHIVE_BYTES = 64 * 1024 * 1024;
 for (const kind of TARGET_KINDS) {
   describe(`backup copy to a ${kind.kind} target, killed during the upload`, function () {
     this.timeout(600_000);
-    it(`never lists a half copy, and the next run clears what the kills left (${KILLS} kills)`, async () => {
+    it(`never lists a half copy, and the next run clears what the kills left (${KILLS} kills)`, async function () {
+      requireKind(this, kind);
       console.log(`      seed ${SEED} (FAULT_SEED=${SEED} repeats this run)`);
       const random = prng(SEED);
       const work = mkdtempSync(path.join(tmpdir(), `license-copy-kills-${kind.kind}-`));

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import { ok, runCli, type CliResult } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
-import { TARGET_KINDS, type TargetPlace } from '../support/backup-targets.js';
+import { requireKind, TARGET_KINDS, type TargetPlace } from '../support/backup-targets.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 
 const ID = /created backup (\S+):/;
@@ -40,7 +40,8 @@ for (const kind of TARGET_KINDS) {
     let work: string;
     let place: TargetPlace;
     let key: string;
-    before(async () => {
+    before(async function () {
+      requireKind(this, kind);
       work = mkdtempSync(path.join(tmpdir(), `license-targets-${kind.kind}-`));
       place = await kind.start();
       key = randomBytes(32).toString('hex');
@@ -130,6 +131,7 @@ forEachEngine('a host lost and restored from an off-site target', (fixture) => {
   for (const kind of TARGET_KINDS) {
     it(`restores everything from the ${kind.kind} target on a new, empty store`, async function () {
       this.timeout(180_000);
+      requireKind(this, kind);
       const work = mkdtempSync(path.join(tmpdir(), `license-disaster-${kind.kind}-`));
       const place = await kind.start();
       try {

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sshdProblem, startSshd } from './sshd.js';
 
 /**
  * A real place to copy backups to, of one target kind, as a config.yaml entry (without its
@@ -21,7 +22,21 @@ export interface TargetPlace {
 
 export interface TargetKindFixture {
   readonly kind: 'file' | 'sftp' | 's3';
+  /** Why this kind's server cannot run here, or undefined (see requireKind). */
+  problem?(): string | undefined;
   start(): Promise<TargetPlace>;
+}
+
+/**
+ * For a suite's before(): under CI=true a kind whose server cannot run here fails the suite,
+ * never skips it; elsewhere the suite is skipped, loudly.
+ */
+export function requireKind(context: Mocha.Context, kind: TargetKindFixture): void {
+  const problem = kind.problem?.();
+  if (!problem) return;
+  if (process.env.CI === 'true') throw new Error(`the ${kind.kind} target's server is required under CI=true: ${problem}`);
+  console.warn(`    (skipping: ${problem})`);
+  context.skip();
 }
 
 export const fileKind: TargetKindFixture = {
@@ -106,4 +121,43 @@ export const s3Kind: TargetKindFixture = {
   },
 };
 
-export const TARGET_KINDS: readonly TargetKindFixture[] = [fileKind, s3Kind];
+/**
+ * A directory on Debian's real OpenSSH sshd (test/support/sshd.ts) on a loopback port, its
+ * host key pinned by fingerprint, the client key in a file. Broken by freezing the listening
+ * sshd (SIGSTOP): connections are accepted by the kernel and never answered, as a hung server's.
+ */
+export const sftpKind: TargetKindFixture = {
+  kind: 'sftp',
+  problem: sshdProblem,
+  async start() {
+    const sshd = await startSshd();
+    const root = mkdtempSync(path.join(tmpdir(), 'license-target-sftp-'));
+    const keyFile = path.join(root, 'id_ed25519');
+    const { writeFileSync, readdirSync } = await import('node:fs');
+    writeFileSync(keyFile, sshd.privateKey, { mode: 0o600 });
+    return {
+      entry: { kind: 'sftp', host: sshd.host, port: sshd.port, user: sshd.user, path: sshd.directory, private_key_file: keyFile, host_key_fingerprint: sshd.hostKeyFingerprint, timeout: 5 },
+      env: {},
+      async breakIt() {
+        process.kill(sshd.pid, 'SIGSTOP');
+      },
+      async mendIt() {
+        process.kill(sshd.pid, 'SIGCONT');
+      },
+      async raw() {
+        return readdirSync(sshd.localDirectory);
+      },
+      async stop() {
+        try {
+          process.kill(sshd.pid, 'SIGCONT');
+        } catch {
+          // already gone
+        }
+        await sshd.stop();
+        rmSync(root, { recursive: true, force: true });
+      },
+    };
+  },
+};
+
+export const TARGET_KINDS: readonly TargetKindFixture[] = [fileKind, sftpKind, s3Kind];

@@ -35,8 +35,29 @@ export async function openTarget(settings: TargetSettings, env: Readonly<Record<
         partSize: settings.partSizeMiB * 1024 * 1024,
       });
     }
-    case 'sftp':
-      throw new LicenseServerError('CONFIG_INVALID_VALUE', `backup.targets ${settings.name}: kind ${settings.kind} is not available in this build`);
+    case 'sftp': {
+      const readKeyFile = (what: string, file: string) =>
+        readFile(file).catch((error: unknown) => {
+          throw new TargetError(settings.name, what === 'the known_hosts file' ? 'host-key' : 'auth', `${what} is to come from ${file}, which cannot be read: ${describeFsError(error)}`);
+        });
+      const [{ openSftpTarget }, privateKey, passphrase, knownHosts] = await Promise.all([
+        import('./sftp.js'),
+        readKeyFile('the private key', settings.privateKeyFile),
+        settings.passphrase ? readCredential(settings.name, 'the private key\'s passphrase', settings.passphrase, env) : undefined,
+        settings.knownHostsFile ? readKeyFile('the known_hosts file', settings.knownHostsFile) : undefined,
+      ]);
+      return openSftpTarget({
+        name: settings.name,
+        host: settings.host,
+        port: settings.port,
+        user: settings.user,
+        privateKey,
+        ...(passphrase === undefined ? {} : { passphrase }),
+        hostKey: knownHosts ? { knownHosts: knownHosts.toString('utf8') } : { fingerprints: settings.hostKeyFingerprints },
+        directory: settings.path,
+        timeoutSeconds: settings.timeoutSeconds,
+      });
+    }
   }
 }
 

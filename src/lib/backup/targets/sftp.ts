@@ -460,12 +460,14 @@ class SftpTarget implements BackupTarget {
     });
   }
 
-  async clearDebris(startedBefore: Date): Promise<number> {
+  async clearDebris(startedBefore: Date, key?: string): Promise<number> {
     return this.use('clearing debris', async (session) => {
       let removed = 0;
       for (const { filename } of await this.readDirectory(session)) {
         const started = TEMPORARY.exec(filename)?.[1];
         if (started === undefined || Number(started) >= startedBefore.getTime()) continue;
+        // `.tmp-<ms>-<8 hex>-<key>`.
+        if (key !== undefined && /^\.tmp-\d+-[0-9a-f]{8}-(.*)$/.exec(filename)?.[1] !== key) continue;
         await this.removeFile(session, this.file(filename));
         removed += 1;
       }
