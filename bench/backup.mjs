@@ -36,7 +36,8 @@ if (arg('target')) {
   if (kind !== 'sftp' && kind !== 's3') throw new Error('--target is sftp or s3');
   const script = fileURLToPath(new URL(`./lib/target-${kind}.mjs`, import.meta.url));
   const rest = process.argv.slice(2).filter((_, i, all) => all[i] !== '--target' && all[i - 1] !== '--target');
-  const run = spawnSync(process.execPath, [script, ...rest], { stdio: 'inherit' });
+  // The SFTP bench starts the tests' sshd (test/support/sshd.ts): TypeScript, through tsx.
+  const run = spawnSync(process.execPath, [...(kind === 'sftp' ? ['--import', 'tsx'] : []), script, ...rest], { stdio: 'inherit' });
   process.exit(run.status ?? 1);
 }
 const LICENSES = Number(arg('licenses', '1000000'));

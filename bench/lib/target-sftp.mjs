@@ -2,7 +2,7 @@
 // The SFTP target's put of a 1 GiB archive, beside OpenSSH's own `sftp` client putting the
 // same file to the same sshd, in the same run (issue 26, section 9):
 //
-//   npm run build && node --import tsx bench/sftp-upload.mjs [--mib 1024] [--runs 3] [--get] [--ways 'target put,sftp put']
+//   npm run build && node bench/backup.mjs --target sftp [--mib 1024] [--runs 3] [--get] [--ways 'target put,sftp put']
 //
 // The sshd is Debian's OpenSSH server from test/support/sshd.ts (hence tsx), on loopback; its
 // directory is under TMPDIR (set TMPDIR=/dev/shm to leave the disk out). Each upload runs as a
@@ -48,7 +48,7 @@ async function child({ way, server, file, name, size }) {
     timeoutSeconds: 30,
   };
   if (way === 'target put' || way === 'target get') {
-    const { openSftpTarget } = await import('../dist/lib/backup/targets/sftp.js');
+    const { openSftpTarget } = await import('../../dist/lib/backup/targets/sftp.js');
     const target = openSftpTarget(options);
     // 1 MiB reads, as the backup code should read an archive: 64 KiB ones (the default) cost 15% more CPU.
     if (way === 'target put') await target.put(name, () => createReadStream(file, { highWaterMark: MiB }), size);
@@ -93,7 +93,7 @@ function timed(argv) {
 }
 
 async function main() {
-  const { startSshd } = await import('../test/support/sshd.ts');
+  const { startSshd } = await import('../../test/support/sshd.ts');
   const mib = Number(arg('mib', '1024'));
   const runs = Number(arg('runs', '3'));
   const work = mkdtempSync(path.join(tmpdir(), 'license-bench-sftp-'));
