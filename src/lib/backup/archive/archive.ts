@@ -262,14 +262,15 @@ class ByteCounter extends Transform {
   }
 }
 
-/** SHA-256 and size of a stream, for checking entries against the manifest. */
-export async function digestOf(content: Readable, sink?: Writable): Promise<FileDigest> {
+/** SHA-256 and size of a stream, for checking entries against the manifest and copies against their index. */
+export async function digestOf(content: Readable, sink?: Writable, onProgress?: Progress): Promise<FileDigest> {
   const hash = createHash('sha256');
   let size = 0;
   const tap = new PassThrough();
   tap.on('data', (chunk: Buffer) => {
     hash.update(chunk);
     size += chunk.length;
+    onProgress?.(size);
   });
   if (sink) await pipeline(content, tap, sink);
   else await pipeline(content, tap, new PassThrough().resume() as unknown as Writable);

@@ -1,11 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import { LicenseServerError } from '../../errors.js';
 import { syncDirectory } from '../../files/durable-write.js';
+import { digestOf } from '../archive/archive.js';
 import { BACKUP_ID } from '../archive/manifest.js';
 import { acquireBackupLock } from '../locks/lock.js';
 import { planRetention, type RetentionPlan, type RetentionPolicy } from '../retention.js';
@@ -130,18 +130,11 @@ export async function fetchBackup(target: BackupTarget, id: string, directory: s
   try {
     const local = (await listBackups(directory)).find((backup) => backup.backup_id === id);
     if (local && local.sha256 === record.sha256 && local.size === record.size) return local;
-    const hash = createHash('sha256');
-    let bytes = 0;
-    const tap = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        hash.update(chunk);
-        bytes += chunk.length;
-        options.onProgress?.(bytes);
-        callback(null, chunk);
-      },
-    });
-    await pipeline(await target.get(record.file, options.signal ? { signal: options.signal } : {}), tap, createWriteStream(temporary, { flags: 'wx', mode: 0o600 }));
-    const sha256 = hash.digest('hex');
+    const { size: bytes, sha256 } = await digestOf(
+      await target.get(record.file, options.signal ? { signal: options.signal } : {}),
+      createWriteStream(temporary, { flags: 'wx', mode: 0o600 }),
+      options.onProgress,
+    );
     if (bytes !== record.size || sha256 !== record.sha256) {
       throw new LicenseServerError('BACKUP_CORRUPT', `the copy of backup ${id} on target ${target.name} is damaged: ${bytes} bytes with SHA-256 ${sha256}, its index says ${record.size} bytes with ${record.sha256}`);
     }
@@ -184,13 +177,7 @@ async function readSmall(target: BackupTarget, key: string): Promise<Buffer> {
 }
 
 async function digestObject(target: BackupTarget, key: string, signal?: AbortSignal): Promise<{ size: number; sha256: string }> {
-  const hash = createHash('sha256');
-  let size = 0;
-  for await (const chunk of await target.get(key, signal ? { signal } : {})) {
-    hash.update(chunk as Buffer);
-    size += (chunk as Buffer).length;
-  }
-  return { size, sha256: hash.digest('hex') };
+  return digestOf(await target.get(key, signal ? { signal } : {}));
 }
 
 function describeFailure(error: unknown): string {
