@@ -7,8 +7,9 @@ import { stringify } from 'yaml';
 import { indexText, type BackupRecord } from '../../src/lib/backup/repository.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { openTarget } from '../../src/lib/backup/targets/open.js';
-import { killedAfter, ok, runCli } from '../support/cli.js';
-import { requireKind, TARGET_KINDS } from '../support/backup-targets.js';
+import { spawn } from 'node:child_process';
+import { CLI, ok, runCli } from '../support/cli.js';
+import { requireKind, TARGET_KINDS, type TargetPlace } from '../support/backup-targets.js';
 import { prng } from '../support/prng.js';
 
 // Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
@@ -67,8 +68,11 @@ for (const kind of TARGET_KINDS) {
         for (let kill = 0; kill < KILLS; kill += 1) {
           // Start from a target without the backup, so that every run uploads.
           await removeFromTarget(env, work, record);
-          const at = Math.floor(reach * 0.8 + random() * Math.max(1, whole - reach * 0.8));
-          const code = await killedAfter(['backup', 'copy', id, '--to', 'offsite'], env, at);
+          // Once the upload shows on the target (its temporary file or multipart upload), a
+          // random part of the upload's time later: the command's start-up varies with the
+          // machine's load, the upload's own span much less.
+          const after = Math.floor(random() * Math.max(1, whole - reach));
+          const { code, at } = await killedDuringUpload(['backup', 'copy', id, '--to', 'offsite'], env, place, after);
           const debris = (await place.raw()).filter((name) => name !== record.file && name !== `${id}.backup.json`);
           const seen = await listed();
           const context = `seed ${SEED}, kill ${kill + 1} at ${at} ms of ${Math.round(whole)} ms (exit ${code}); the target holds ${(await place.raw()).join(', ')}`;
@@ -120,4 +124,35 @@ async function targetSha256(env: Record<string, string>, cwd: string, key: strin
   } finally {
     await target.close();
   }
+}
+
+/**
+ * Starts the command and SIGKILLs it `afterMs` after its upload shows on the target (looked
+ * for every few milliseconds), or when it ends first. Resolves with its exit code and the
+ * milliseconds from its start to the kill.
+ */
+function killedDuringUpload(args: string[], env: Record<string, string>, place: TargetPlace, afterMs: number): Promise<{ code: number | null; at: number }> {
+  return new Promise((resolve) => {
+    const clean: Record<string, string> = {};
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('LICENSE_')) clean[k] = v;
+    const started = performance.now();
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: 'ignore' });
+    let ended = false;
+    let at = 0;
+    child.on('exit', (code) => {
+      ended = true;
+      resolve({ code, at: at || Math.round(performance.now() - started) });
+    });
+    void (async () => {
+      while (!ended) {
+        const names = await place.raw().catch(() => []);
+        if (names.some((name) => name.startsWith('.tmp-') || name.startsWith('upload:') || /\.backup\.tar\.gz(\.enc)?$/.test(name))) break;
+        await new Promise((wait) => setTimeout(wait, 3));
+      }
+      if (ended) return;
+      await new Promise((wait) => setTimeout(wait, afterMs));
+      at = Math.round(performance.now() - started);
+      child.kill('SIGKILL');
+    })();
+  });
 }
