@@ -278,6 +278,10 @@ function seedHostileRows(file: string, customerId: string, licenseId: string): v
       'host\\1:42', NULL, '2026-11-24T03:00:00.006Z', NULL, ?, NULL, '2026-11-23T03:00:00.006Z')`)
       .run(uuid(600), uuid(601), JSON.stringify({ error: HOSTILE.slice(0, 6), n: 9007199254740993 }), 'ops@example.com', 'SMTP 451 4.3.0 try again\nlater\t\\');
     db.prepare("INSERT INTO notification_marks (key, at, count) VALUES (?, '2026-11-23T03:00:00.007Z', 9007199254740993)").run(`license.expired:${uuid(100)}:9999-12-31T23:59:59.999Z\t\\`);
+    // A copy that failed, of a backup this host may no longer hold: its bookkeeping moves as it is.
+    db.prepare(`INSERT INTO backup_copies (backup_id, target, status, attempts, next_attempt_at, claimed_by, claimed_until, last_attempt_at, last_error, copied_at, created_at)
+      VALUES ('20261123T030000000Z-abcdef', 'offsite', 'failed', 9007199254740993, '2026-11-23T04:00:00.008Z', 'host\\1:42', NULL, '2026-11-23T03:00:00.008Z', ?, NULL, '2026-11-23T03:00:00.008Z')`)
+      .run('target offsite: no answer within 30 s\nsecond line\t\\');
   } finally {
     db.close();
   }

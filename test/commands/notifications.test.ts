@@ -323,7 +323,7 @@ describe('notifications from the command line and the daemon', function () {
       const failed = await run(['backup', 'create', '--path', path.join(dir, 'a-file', 'backups')]);
       assert.equal(failed.code, 12, failed.stderr);
       assert.equal(failed.stdout, '');
-      assert.match(failed.stderr, /^Error: cannot create the backup directory .*a-file\/backups: a parent is not a directory \(FILE_WRITE_FAILED\)$/m);
+      assert.match(failed.stderr, /^Error: the backup directory .*a-file\/backups cannot be used: a parent is not a directory; a directory given with --path is never created .*\(FILE_WRITE_FAILED\)$/m);
       assert.deepEqual(failed.stderr.split('\n').filter((line) => line.includes(' is pending ')).map((line) => line.replace(/ webhook "(\w+)".*/, ' $1')).sort(), [
         'warning: backup.failed to down',
         'warning: backup.failed to failing',

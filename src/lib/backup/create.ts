@@ -90,9 +90,10 @@ async function createVerifiedBackup(options: CreateBackupOptions): Promise<Backu
   if (options.directory !== undefined) {
     // A directory named for this one backup (--path) is often a mount point: when the disk is
     // not mounted, creating the path would fill this host's own disk instead.
-    const found = await stat(directory).catch(() => undefined);
-    if (!found?.isDirectory()) {
-      throw new LicenseServerError('FILE_WRITE_FAILED', `the backup directory ${directory} ${found ? 'is not a directory' : 'does not exist'}; a directory given with --path is never created (an unmounted disk would fill this host's instead)`);
+    const found = await stat(directory).catch((error: unknown) => error as NodeJS.ErrnoException);
+    if (found instanceof Error || !found.isDirectory()) {
+      const why = !(found instanceof Error) ? 'is not a directory' : found.code === 'ENOENT' ? 'does not exist' : `cannot be used: ${describeFsError(found)}`;
+      throw new LicenseServerError('FILE_WRITE_FAILED', `the backup directory ${directory} ${why}; a directory given with --path is never created (an unmounted disk would fill this host's instead)`);
     }
   }
   try {
