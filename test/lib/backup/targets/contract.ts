@@ -144,8 +144,15 @@ export function targetContract(kind: string, subject: () => Promise<ContractSubj
       const body = () => Readable.from((async function* () {
         yield randomBytes(6 * 1024 * 1024);
         paused();
-        // Until the abort below ends the upload; unref'd, so that it holds no process open.
-        await new Promise((resolve) => setTimeout(resolve, 60_000).unref());
+        // Until the abort below ends the upload (a generator cannot be stopped mid-await, and a
+        // target's put may wait for it to end).
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, 60_000);
+          controller.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
       })());
       const upload = target.put('running.backup.tar.gz', body, 12 * 1024 * 1024, { signal: controller.signal }).catch(() => undefined);
       await reached;
