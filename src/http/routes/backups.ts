@@ -26,7 +26,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
   };
   const withTarget = async <T>(name: string, work: (target: BackupTarget) => Promise<T>): Promise<T> => {
     const { openTarget } = await import('../../lib/backup/targets/open.js');
-    const target = await openTarget(selectTargetSettings(name));
+    const target = await openTarget(selectTargetSettings(name), deps.state.config.env);
     try {
       return await work(target);
     } finally {

@@ -61,7 +61,7 @@ export async function backupStatus(options: StatusOptions): Promise<PlaceStatus[
     const location = describeTarget(settings).slice(settings.name.length + 2);
     places.push((async () => {
       try {
-        const target = await openTarget(settings);
+        const target = await openTarget(settings, config.env);
         try {
           return summarise(settings.name, settings.kind, location, await listTargetBackups(target), null, errors.get(settings.name), at, options.maxAgeMs);
         } finally {

@@ -78,6 +78,11 @@ export interface ResolvedConfig {
   readonly settings: Settings;
   readonly entries: readonly ResolvedSetting[];
   readonly configFile: string | undefined;
+  /**
+   * The environment the configuration was resolved from (the adapter's process.env): where a
+   * target's credentials named `*_env` are read when it is opened (backup/targets/open.ts).
+   */
+  readonly env: Readonly<Record<string, string | undefined>>;
 }
 
 export interface ConfigInputs {
@@ -180,7 +185,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
   }
   const schedule = values.get('backup.schedule')!;
   if (schedule.source !== 'default') await checkCronExpression(String(schedule.value), `backup.schedule (from ${schedule.source})`);
-  return { settings, entries: [...values.values()], configFile };
+  return { settings, entries: [...values.values()], configFile, env };
 }
 
 /** Parses a cron expression fully (cron-parser is loaded only for a non-default one). */

@@ -97,7 +97,7 @@ export class Copier {
           await db.execute('DELETE FROM backup_copies WHERE backup_id = ? AND target = ?', [copy.backup_id, copy.target]);
           continue;
         }
-        const outcome = await copyAndPrune(settings, record, { directory: config.settings.backup.path, local: config.settings.backup, at: this.now() });
+        const outcome = await copyAndPrune(settings, record, { directory: config.settings.backup.path, local: config.settings.backup, at: this.now(), env: config.env });
         await finishCopy(db, outcome, this.owner, this.now(), this.options.retry);
         if (outcome.result === 'failed' || outcome.result === 'refused-unencrypted') {
           await raiseCopyFailed(db, outcome, CONTEXT);
@@ -154,7 +154,7 @@ export class Copier {
     for (const settings of config.settings.backup.targets) {
       let held: Set<string>;
       try {
-        const target = await openTarget(settings);
+        const target = await openTarget(settings, config.env);
         try {
           held = new Set((await listTargetBackups(target)).map((record) => record.backup_id));
           // What interrupted uploads and prunes left, old enough that no copy running now made it.

@@ -8,9 +8,10 @@ import { TargetError, type BackupTarget } from './target.js';
 /**
  * Opens a configured target: reads its credentials from where the settings name them (an
  * environment variable, a file) now, not when the configuration was read, so that commands
- * that use no target never need them. The kinds' clients load only when used.
+ * that use no target never need them. `env` is the configuration's (ResolvedConfig.env).
+ * The kinds' clients load only when used.
  */
-export async function openTarget(settings: TargetSettings, env: Readonly<Record<string, string | undefined>> = process.env): Promise<BackupTarget> {
+export async function openTarget(settings: TargetSettings, env: Readonly<Record<string, string | undefined>>): Promise<BackupTarget> {
   switch (settings.kind) {
     case 'file':
       return openFileTarget({ name: settings.name, directory: settings.path });

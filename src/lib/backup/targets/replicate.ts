@@ -21,7 +21,6 @@ export interface ReplicateOptions {
   /** Only these targets (`backup copy --to`); every configured one when undefined. */
   readonly only?: readonly string[];
   readonly signal?: AbortSignal;
-  readonly env?: Readonly<Record<string, string | undefined>>;
   /** The backoff of a failed copy's retries (copies.ts DEFAULT_COPY_RETRY). */
   readonly retry?: CopyRetry;
   /** Per target, as its copy starts and ends: progress for a terminal, lines for a log. */
@@ -59,7 +58,7 @@ async function copyOne(settings: TargetSettings, owner: string, options: Replica
     directory: options.directory,
     local: options.config.settings.backup,
     at: now(context),
-    ...(options.env ? { env: options.env } : {}),
+    env: options.config.env,
     ...(options.signal ? { signal: options.signal } : {}),
   });
   await finishCopy(db, outcome, owner, now(context), options.retry).catch(() => undefined);
@@ -76,7 +75,7 @@ async function copyOne(settings: TargetSettings, owner: string, options: Replica
 export async function copyAndPrune(
   settings: TargetSettings,
   record: BackupRecord,
-  options: { directory: string; local: RetentionPolicy; at: Date; env?: Readonly<Record<string, string | undefined>>; signal?: AbortSignal },
+  options: { directory: string; local: RetentionPolicy; at: Date; env: Readonly<Record<string, string | undefined>>; signal?: AbortSignal },
 ): Promise<CopyOutcome> {
   let target;
   try {
@@ -142,7 +141,7 @@ export async function copyMissing(options: Omit<ReplicateOptions, 'record'>): Pr
   for (const settings of targets) {
     let held: Set<string>;
     try {
-      const target = await openTarget(settings, options.env);
+      const target = await openTarget(settings, options.config.env);
       try {
         held = new Set((await listTargetBackups(target)).map((record) => record.backup_id));
       } finally {

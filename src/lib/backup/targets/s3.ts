@@ -161,9 +161,6 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
         ? { ServerSideEncryption: 'AES256' as const }
         : {};
 
-  // The SDK warns on stderr, in several lines, that it will need Node 22 from 2027; that
-  // would break the CLI's one summary line. package-lock.json pins the SDK we tested.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const agentOptions = { keepAlive: true, maxSockets: Math.max(16, 2 * queueSize), lookup: lookupLocalhostNames };
   const silent = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
   const client = new S3Client({
