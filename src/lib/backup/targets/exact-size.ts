@@ -11,6 +11,8 @@ export class ExactSize extends Transform {
   constructor(
     private readonly size: number,
     private readonly onProgress?: (bytes: number) => void,
+    /** The error for a body of another size (a kind's TargetError); a plain Error by default. */
+    private readonly refuse: (message: string) => Error = (message) => new Error(message),
   ) {
     super();
   }
@@ -22,7 +24,7 @@ export class ExactSize extends Transform {
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.seen += chunk.length;
     if (this.seen > this.size) {
-      callback(new Error(`the body is longer than the ${this.size} bytes announced`));
+      callback(this.refuse(`the body is longer than the ${this.size} bytes announced`));
       return;
     }
     this.onProgress?.(this.seen);
@@ -30,6 +32,6 @@ export class ExactSize extends Transform {
   }
 
   override _flush(callback: TransformCallback): void {
-    callback(this.seen === this.size ? null : new Error(`the body ended after ${this.seen} of the ${this.size} bytes announced`));
+    callback(this.seen === this.size ? null : this.refuse(`the body ended after ${this.seen} of the ${this.size} bytes announced`));
   }
 }

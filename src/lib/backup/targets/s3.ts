@@ -2,7 +2,7 @@ import { lookup } from 'node:dns';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { PassThrough, Readable, Transform } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   DeleteObjectCommand,
@@ -16,6 +16,7 @@ import {
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { ExactSize } from './exact-size.js';
 import { isTargetError, TargetError, type BackupTarget, type StoredObject, type TargetFailure } from './target.js';
 
 /**
@@ -257,18 +258,7 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
         refusal ??= error;
         return refusal as Error;
       };
-      let seen = 0;
-      const counted = new Transform({
-        transform(chunk: Buffer, _encoding, done) {
-          seen += chunk.length;
-          if (seen > size) done(refuse(new TargetError(name, 'protocol', `put ${key}: the body is longer than the ${size} bytes announced`)));
-          else done(null, chunk);
-        },
-        flush(done) {
-          if (seen < size) done(refuse(new TargetError(name, 'protocol', `put ${key}: the body ended after ${seen} of the ${size} bytes announced`)));
-          else done();
-        },
-      });
+      const counted = new ExactSize(size, undefined, (message) => refuse(new TargetError(name, 'protocol', `put ${key}: ${message}`)));
       // Not pipeline(): Upload destroys `counted` when it stops reading (an AbortError), and
       // that must not pass for a failure of the body. Only the body's own error is one.
       const source = body();
