@@ -49,6 +49,11 @@ describe('off-site targets through the admin API', function () {
     const listed = await call('GET', '/api/backups?target=open');
     assert.deepEqual(listed.body.backups.map((backup: { id: string }) => backup.id), [made.body.id]);
     assert.equal(listed.body.target, 'open');
+    const validated = await call('POST', `/api/backups/${made.body.id}/validate`, { target: 'open' });
+    assert.equal(validated.status, 200, validated.text);
+    assert.deepEqual([validated.body.valid, validated.body.id, validated.body.target], [true, made.body.id, 'open']);
+    const missing = await call('POST', '/api/backups/20200101T000000000Z-000000/validate', { target: 'open' });
+    assert.equal(missing.body.error?.code, 'BACKUP_NOT_FOUND', missing.text);
   });
 
   it('answers an unknown target with TARGET_NOT_CONFIGURED, and status with stale places under max_age', async () => {

@@ -37,23 +37,6 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
     if (typeof value !== 'string' || value === '') throw new LicenseServerError('INVALID_INPUT', `"${field}" must be a target's name`);
     return value;
   };
-  /** The target's copy, downloaded to a directory of its own, validated, and removed. */
-  const validateFromTarget = async (id: string, name: string, actor: string) => {
-    const [{ mkdtemp, rm }, { tmpdir }, path, { fetchBackup }, { validateBackup }, { isPostgresUrl }] = await Promise.all([
-      import('node:fs/promises'), import('node:os'), import('node:path'), import('../../lib/backup/targets/copy.js'),
-      import('../../lib/backup/validate.js'), import('../../lib/storage/open.js'),
-    ]);
-    const scratch = await mkdtemp(path.join(tmpdir(), 'license-server-validate-'));
-    try {
-      const record = await withTarget(name, (target) => fetchBackup(target, id, scratch));
-      const url = deps.settings.database.url;
-      const report = await validateBackup({ directory: scratch, reference: id, key: deps.settings.backup.encryptionKey, scratchDatabaseUrl: isPostgresUrl(url) ? url : undefined, databaseUrl: url });
-      await appendAudit(deps.db, context(actor), { action: 'backup.validated', entityType: 'backup', entityId: id, details: { valid: true, target: name, sha256: record.sha256 } });
-      return { valid: true, ...backupView(report), file: undefined, target: name };
-    } finally {
-      await rm(scratch, { recursive: true, force: true });
-    }
-  };
   return [
     {
       method: 'GET',
@@ -132,7 +115,13 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ params, body, actor }) => {
         expectFields(body, [], ['target']);
         const id = knownId(params.backup_id!);
-        if (body.target !== undefined) return { json: await validateFromTarget(id, expectName(body.target, 'target'), actor) };
+        if (body.target !== undefined) {
+          const name = expectName(body.target, 'target');
+          const { validateTargetCopy } = await import('../../lib/backup/targets/validate-copy.js');
+          const { record, report } = await validateTargetCopy({ config: deps.state.config, target: name, id });
+          await appendAudit(deps.db, context(actor), { action: 'backup.validated', entityType: 'backup', entityId: id, details: { valid: true, target: name, sha256: record.sha256 } });
+          return { json: { valid: true, ...backupView(report), file: undefined, target: name } };
+        }
         const { validateBackup } = await import('../../lib/backup/validate.js');
         const { isPostgresUrl } = await import('../../lib/storage/open.js');
         const url = deps.settings.database.url;
