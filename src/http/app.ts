@@ -205,7 +205,7 @@ export function createApp(deps: AppDependencies): App {
         if (!accepting) response.setHeader('Connection', 'close');
         send(request, response, reply);
       } catch (error) {
-        const { status, body } = toErrorResponse(error);
+        const { status, body } = toErrorResponse(error, requestId);
         if (body.error.code === 'DATABASE_REPLACED' && !replacedLogged) {
           replacedLogged = true;
           deps.log({ time: new Date().toISOString(), level: 'error', msg: 'the database file was replaced under the daemon; it serves nothing more until it is restarted', error: (error as Error).message });
@@ -343,7 +343,7 @@ function refuseUnusualTransferEncoding(request: IncomingMessage): void {
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** The caller's X-Request-Id when it is harmless to log, else a fresh one. */
-function requestIdOf(request: IncomingMessage): string {
+export function requestIdOf(request: Pick<IncomingMessage, 'headers'>): string {
   const given = request.headers['x-request-id'];
   return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { createServer as createHttpServer, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -46,8 +47,10 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
     const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
     if (pending) {
       if (!pending.headersSent && !pending.req.complete && socket.writable) {
-        // Only the request being read can be incomplete: this answer is its own.
-        const body = JSON.stringify({ error: { code: refusal.code, message: refusal.message } });
+        // Only the request being read can be incomplete: this answer is its own, under the id
+        // the app gave it (and logs it with).
+        const requestId = String(pending.getHeader('X-Request-Id') ?? randomUUID());
+        const body = JSON.stringify({ error: { code: refusal.code, message: refusal.message, request_id: requestId } });
         pending.writeHead(refusal.status, {
           'Content-Type': 'application/json; charset=utf-8',
           'Content-Length': Buffer.byteLength(body),
@@ -69,11 +72,15 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
       socket.destroy();
       return;
     }
-    const body = JSON.stringify({ error: { code: refusal.code, message: refusal.message } });
+    // Not parsed, so no id of the caller's can be trusted: a fresh one, in the answer and in
+    // a log line of its own, so that these too can be matched to the log.
+    const requestId = randomUUID();
+    const body = JSON.stringify({ error: { code: refusal.code, message: refusal.message, request_id: requestId } });
     socket.end(
       `HTTP/1.1 ${refusal.status} ${refusal.reason}\r\n` +
-        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
     );
+    app.log({ time: new Date().toISOString(), level: 'info', msg: 'request', request_id: requestId, route: 'unparsed', status: refusal.status, remote: socket.remoteAddress });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
