@@ -4,7 +4,13 @@
  * answers every operation shares (the router's, the token's, the body reader's, Node's) are
  * added here once, so an operation lists only what is its own.
  */
-import { object, ref, requests, schemas, type Schema } from './schemas.js';
+import { readFileSync } from 'node:fs';
+import { ref, requests, schemas, type Schema } from './schemas.js';
+
+/** Real answers by operationId and status, kept by capture-examples.ts. */
+type Examples = Record<string, Record<string, unknown>>;
+const examplesOf = (): Examples => JSON.parse(readFileSync(new URL('./examples.json', import.meta.url), 'utf8')) as Examples;
+const captured = (value: unknown) => ({ captured: { summary: 'A real answer, captured by scripts/openapi/capture-examples.ts', value } });
 
 type Access = 'admin' | 'client' | 'public';
 type Status = number;
@@ -264,9 +270,9 @@ const HEADERS: Record<string, Schema> = {
 
 const headerRefs = (names: readonly string[]) => Object.fromEntries(['X-Request-Id', ...names].map((name) => [name, { $ref: `#/components/headers/${name}` }]));
 
-function response(answer: Answer): Schema {
+function response(answer: Answer, example: unknown): Schema {
   const content: Record<string, Schema> = {};
-  if (answer.json) content['application/json'] = { schema: answer.json };
+  if (answer.json) content['application/json'] = { schema: answer.json, ...(example === undefined ? {} : { examples: captured(example) }) };
   for (const [type, schema] of Object.entries(answer.content ?? {})) content[type] = { schema };
   return { description: answer.description, headers: headerRefs(answer.headers ?? []), ...(Object.keys(content).length > 0 ? { content } : {}) };
 }
@@ -282,11 +288,14 @@ function sharedErrors(operation: Operation): Status[] {
 
 const errorHeaders: Partial<Record<Status, readonly string[]>> = { 401: ['WWW-Authenticate'], 429: ['Retry-After'], 503: ['Retry-After'] };
 
-function build(operation: Operation): Schema {
+function build(operation: Operation, examples: Record<string, unknown>): Schema {
   const responses: Record<string, Schema> = {};
-  for (const [status, answer] of Object.entries(operation.answers)) responses[status] = response(answer);
+  for (const [status, answer] of Object.entries(operation.answers)) responses[status] = response(answer, examples[status]);
   for (const status of [...new Set([...sharedErrors(operation), ...(operation.errors ?? [])])].sort()) {
-    responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
+    const example = examples[String(status)];
+    responses[String(status)] = example === undefined
+      ? { $ref: `#/components/responses/Error${status}` }
+      : { ...errorResponse(status), content: { 'application/json': { schema: ref('Error'), examples: captured(example) } } };
   }
   const pathParameters = [...operation.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ $ref: `#/components/parameters/${name}` }));
   const query = (operation.query ?? []).map((name) => ({ name, in: 'query', required: false, description: QUERY[name]!.description, schema: withoutDescription(QUERY[name]!) }));
@@ -304,6 +313,10 @@ function build(operation: Operation): Schema {
   };
 }
 
+function errorResponse(status: Status): Schema {
+  return { description: ERRORS[status]!, headers: headerRefs(errorHeaders[status] ?? []), content: { 'application/json': { schema: ref('Error') } } };
+}
+
 function withoutDescription(schema: Schema): Schema {
   const { description: _description, ...rest } = schema;
   return rest;
@@ -311,7 +324,8 @@ function withoutDescription(schema: Schema): Schema {
 
 export function openApiDocument(version: string): Schema {
   const paths: Record<string, Record<string, Schema>> = {};
-  for (const operation of operations) (paths[operation.path] ??= {})[operation.method] = build(operation);
+  const examples = examplesOf();
+  for (const operation of operations) (paths[operation.path] ??= {})[operation.method] = build(operation, examples[operation.id] ?? {});
   const statuses = [...new Set(operations.flatMap((operation) => [...sharedErrors(operation), ...(operation.errors ?? [])]))].sort();
   return {
     openapi: '3.1.0',
@@ -342,7 +356,7 @@ export function openApiDocument(version: string): Schema {
       responses: Object.fromEntries(
         statuses.map((status) => [
           `Error${status}`,
-          { description: ERRORS[status]!, headers: headerRefs(errorHeaders[status] ?? []), content: { 'application/json': { schema: ref('Error') } } },
+          errorResponse(status),
         ]),
       ),
       schemas,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { checkAnswer, OpenApiMismatch, type Answer } from '../support/openapi-check.js';
+import { checkAnswer, exampleMismatches, OpenApiMismatch, type Answer } from '../support/openapi-check.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
 /** The check of every answer against docs/openapi.json (test/support/openapi-check.ts) can fail. */
@@ -31,6 +31,10 @@ describe('the suite\'s check of answers against docs/openapi.json', () => {
 
   it('fails an answer to a path no route serves with a status the router does not answer', () => {
     assert.throws(() => checkAnswer(answer({ path: '/nowhere', status: 200 })), /no operation serves this/);
+  });
+
+  it('finds the examples of the document (real answers, scripts/openapi/capture-examples.ts) valid against their schemas', () => {
+    assert.deepEqual(exampleMismatches(), []);
   });
 
   describe('through fetch, against a real daemon', () => {

@@ -141,6 +141,25 @@ export function checkAnswer(answer: Answer): void {
   if (!validate(body)) fail(`the body does not match its schema: ${JSON.stringify(validate.errors, null, 1).slice(0, 3000)}`);
 }
 
+/** Every example in the document checked against its schema: what does not match, by place. */
+export function exampleMismatches(): string[] {
+  const { document } = load();
+  const mismatches: string[] = [];
+  for (const [path, item] of Object.entries(document.paths as Record<string, Json>)) {
+    for (const [method, operation] of Object.entries(item)) {
+      for (const [status, documented] of Object.entries(operation.responses as Record<string, Json>)) {
+        for (const [type, media] of Object.entries((documented.content ?? {}) as Record<string, Json>)) {
+          for (const [name, example] of Object.entries((media.examples ?? {}) as Record<string, Json>)) {
+            const validate = validator(`example ${path} ${method} ${status} ${type}`, media.schema as Json);
+            if (!validate(example.value)) mismatches.push(`${method.toUpperCase()} ${path} ${status} ${type} example ${name}: ${JSON.stringify(validate.errors)}`);
+          }
+        }
+      }
+    }
+  }
+  return mismatches;
+}
+
 /** Installs the wrapper once; a response without X-Request-Id is not the daemon's and passes untouched. */
 function installFetchCheck(): void {
   const original = globalThis.fetch as typeof fetch & { openApiChecked?: true };
