@@ -22,6 +22,7 @@ import { clientRoutes } from './routes/client.js';
 import { healthRoutes } from './routes/health.js';
 import { signingKeyRoutes } from './routes/signing-keys.js';
 import { notificationRoutes } from './routes/notifications.js';
+import { openApiRoutes } from './routes/openapi.js';
 
 export interface AppDependencies {
   readonly state: ServingState;
@@ -260,7 +261,7 @@ function routesByAccess(deps: RouteDependencies): Route[] {
 const ADMIN_YIELD_FACTOR = 4;
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...notificationRoutes(deps), ...clientRoutes(deps)];
+  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...notificationRoutes(deps), ...clientRoutes(deps), ...openApiRoutes()];
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<AuthenticatedAdmin> {

@@ -68,6 +68,7 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'GET /admin': { skip: 'a redirect to the admin page' },
     'GET /admin/': { skip: 'the admin page: HTML' },
     'GET /admin/admin.js': { skip: 'the admin page: JavaScript' },
+    'GET /api/openapi.json': { method: 'GET', path: () => '/api/openapi.json' },
     'GET /admin/admin.css': { skip: 'the admin page: CSS' },
     'POST /api/customers': { method: 'POST', path: () => '/api/customers', body: () => ({ name: 'Initech' }), records: one },
     'GET /api/customers': { method: 'GET', path: () => '/api/customers', records: each },

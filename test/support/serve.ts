@@ -4,6 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CLI } from './cli.js';
+import { checkAnswer } from './openapi-check.js';
 
 export interface ServeProcess {
   readonly url: string;
@@ -133,7 +134,17 @@ export function rawRequest(
         } catch {
           body = undefined;
         }
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, body, text });
+        const status = response.statusCode ?? 0;
+        if (response.headers['x-request-id'] !== undefined) {
+          try {
+            const header = (name: string) => [response.headers[name]].flat()[0];
+            checkAnswer({ method, path: path.split('?')[0]!, status, header, text: method === 'HEAD' ? undefined : text });
+          } catch (error) {
+            reject(error);
+            return;
+          }
+        }
+        resolve({ status, headers: response.headers, body, text });
       });
     });
     request.on('error', reject);

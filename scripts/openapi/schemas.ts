@@ -1,0 +1,415 @@
+/**
+ * The JSON Schemas (2020-12, as OpenAPI 3.1 takes them) of the API's bodies, one per record
+ * that docs/http-api.md names. Records are closed (`additionalProperties: false`), so a field
+ * added to an answer fails the suite's response check until it is documented here too.
+ */
+
+export type Schema = Record<string, unknown>;
+
+export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
+const string: Schema = { type: 'string' };
+const time: Schema = { type: 'string', format: 'date-time' };
+const uuid: Schema = { type: 'string', format: 'uuid' };
+const integer: Schema = { type: 'integer' };
+const boolean: Schema = { type: 'boolean' };
+const nullable = (schema: Schema): Schema => ({ ...schema, type: [schema.type as string, 'null'] });
+const array = (items: Schema): Schema => ({ type: 'array', items });
+
+/** A closed object: every listed property is required unless named in `optional`. */
+export function object(properties: Record<string, Schema>, optional: readonly string[] = [], description?: string): Schema {
+  return {
+    type: 'object',
+    ...(description === undefined ? {} : { description }),
+    properties,
+    required: Object.keys(properties).filter((name) => !optional.includes(name)),
+    additionalProperties: false,
+  };
+}
+
+const keyState: Schema = { type: 'string', enum: ['active', 'next', 'verify-only', 'retired'] };
+const signingKey = {
+  key_id: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+  state: keyState,
+  algorithm: { const: 'Ed25519' },
+  public_key_pem: string,
+  fingerprint: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  created_at: time,
+  deactivated_at: nullable(time),
+};
+const keyChange = object({ key_id: string, before: nullable(keyState), backup: nullable(keyState), after: nullable(keyState) });
+
+const customer = {
+  id: uuid,
+  name: string,
+  active: boolean,
+  email: nullable(string),
+  created_at: time,
+  updated_at: time,
+};
+
+const license = {
+  id: uuid,
+  key: { type: 'string', description: 'The full license key: only in answers to a token with `licenses` (or `admin`).' },
+  key_prefix: string,
+  customer_id: uuid,
+  customer_name: string,
+  customer_active: boolean,
+  type: { type: 'string', enum: ['time_based', 'usage_based', 'hybrid'] },
+  active: boolean,
+  valid_from: time,
+  valid_until: time,
+  has_decryption_key: boolean,
+  max_machines: nullable({ type: 'integer', minimum: 1 }),
+  floating: boolean,
+  lease_hours: { type: 'integer', minimum: 1, maximum: 720 },
+  machines_in_use: { type: 'integer', minimum: 0 },
+  metadata: { type: 'object', additionalProperties: string },
+  entitlements: array(object({ code: string, name: string, usage_limit: nullable(integer), used: integer, remaining: nullable(integer) })),
+  created_at: time,
+  updated_at: time,
+};
+
+const backup = {
+  id: string,
+  backup_id: { type: 'string', deprecated: true, description: 'The same value as `id`, kept for clients written before `id`.' },
+  created_at: time,
+  trigger: { type: 'string', enum: ['manual', 'scheduled', 'pre-restore'] },
+  engine: { type: 'string', enum: ['sqlite', 'postgres'] },
+  schema_version: integer,
+  encrypted: boolean,
+  tool_version: string,
+  file: string,
+  size: integer,
+  sha256: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+  verified_at: time,
+  signing_keys: array(object({ key_id: string, state: keyState, created_at: time })),
+};
+
+const grant = object({ code: string, usage_limit: nullable(integer) }, ['usage_limit']);
+
+export const schemas: Record<string, Schema> = {
+  Error: object(
+    {
+      error: object({
+        code: { type: 'string', pattern: '^[A-Z][A-Z0-9_]*$', description: 'A stable code from the error table (docs/errors.md).' },
+        message: string,
+        request_id: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$', description: 'The X-Request-Id of the answer, to find the request in the log.' },
+      }),
+    },
+    [],
+    'The one error body of the API.',
+  ),
+  Status: object({ status: { type: 'string', enum: ['ok', 'ready'] } }),
+  Whoami: object({ actor: string, scopes: array({ type: 'string', enum: ['read', 'licenses', 'backups', 'restore', 'admin'] }) }),
+  ActiveSigningKey: object({ public_key_pem: string, key_id: signingKey.key_id }),
+  SigningKey: object(signingKey),
+  SigningKeySet: object({ active_key_id: nullable(signingKey.key_id), keys: array(ref('SigningKey')) }),
+  Jwk: {
+    type: 'object',
+    properties: {
+      kty: { const: 'OKP' },
+      crv: { const: 'Ed25519' },
+      x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+      kid: string,
+      use: { const: 'sig' },
+      alg: { const: 'EdDSA' },
+    },
+    required: ['kty', 'crv', 'x', 'kid', 'use', 'alg'],
+  },
+  JwkSet: object({ keys: array(ref('Jwk')) }),
+  PublicSigningKey: {
+    type: 'object',
+    properties: {
+      key_id: signingKey.key_id,
+      state: keyState,
+      algorithm: { const: 'Ed25519' },
+      public_key_pem: string,
+      fingerprint: signingKey.fingerprint,
+      created_at: time,
+      endorsements: array({ type: 'object' }),
+    },
+    required: ['key_id', 'state', 'algorithm', 'public_key_pem', 'fingerprint', 'created_at'],
+  },
+  PublicSigningKeySet: object({ keys: array(ref('PublicSigningKey')) }),
+  Rotation: object({ previous: ref('SigningKey'), active: ref('SigningKey') }),
+  PreparedKey: object({ next: ref('SigningKey'), created: boolean }),
+  RetiredKey: object({ ...signingKey, retired_at: time, forced: boolean, signed_valid_until: nullable(time), erase_warning: nullable(string) }),
+  Checkout: object({ license_file: string, filename: string, valid_until: time }),
+  Customer: object(customer),
+  CustomerSummary: object({
+    ...customer,
+    licenses: integer,
+    active_licenses: integer,
+    machines_in_use: integer,
+    entitlements: array(object({ code: string, used: integer, usage_limit: nullable(integer) })),
+  }),
+  Entitlement: object({ id: uuid, code: string, name: string, created_at: time }),
+  License: object(license, ['key', 'machines_in_use']),
+  LicenseView: object(
+    { ...license, recent_checkouts: array(object({ checked_out_at: time, actor: string, hardware_id: nullable(string), valid_until: time, voided: boolean })) },
+    ['key'],
+  ),
+  LicenseChange: object({
+    license: ref('License'),
+    changes: { type: 'object', additionalProperties: object({ before: {}, after: {} }) },
+    warnings: array(string),
+  }),
+  UsageRecord: object({
+    id: uuid,
+    entitlement_code: string,
+    quantity: integer,
+    remaining: nullable(integer),
+    hardware_id: string,
+    idempotency_key: string,
+    occurred_at: time,
+    recorded_at: time,
+  }),
+  Machine: object({
+    id: uuid,
+    license_id: uuid,
+    hardware_id: string,
+    name: nullable(string),
+    client_version: nullable(string),
+    active: boolean,
+    holds_seat: boolean,
+    first_seen: time,
+    last_seen: time,
+    lease_expires_at: nullable(time),
+    offline_until: nullable(time),
+    deactivated_at: nullable(time),
+  }),
+  MachineChange: object({ machine: ref('Machine'), warnings: array(string) }),
+  AuditEntry: object({
+    id: integer,
+    occurred_at: time,
+    actor: string,
+    action: string,
+    entity_type: string,
+    entity_id: nullable(string),
+    details: { type: 'object' },
+  }),
+  Delivery: object({
+    id: uuid,
+    event_id: uuid,
+    event: string,
+    channel: { type: 'string', enum: ['webhook', 'email'] },
+    target: string,
+    status: { type: 'string', enum: ['pending', 'delivered', 'failed'] },
+    attempts: integer,
+    last_attempt_at: nullable(time),
+    last_status: nullable(integer),
+    last_error: nullable(string),
+    next_attempt_at: nullable(time),
+    delivered_at: nullable(time),
+    occurred_at: time,
+    created_at: time,
+    data: { type: 'object' },
+  }),
+  Backup: object(backup, ['signing_keys']),
+  NewBackup: object({ ...backup, copies: { const: 'pending' }, warning: string }, ['signing_keys', 'copies', 'warning']),
+  BackupList: {
+    oneOf: [
+      object({
+        backups: array(ref('Backup')),
+        scheduler: object({
+          enabled: boolean,
+          schedule: string,
+          next_run: nullable(time),
+          last_run: {
+            oneOf: [
+              { type: 'null' },
+              object({
+                slot: string,
+                status: { type: 'string', enum: ['running', 'succeeded', 'failed'] },
+                claimed_by: string,
+                finished_at: nullable(time),
+                backup_id: nullable(string),
+                error: nullable(string),
+              }),
+            ],
+          },
+        }),
+        warnings: array(object({ kind: string, name: string, message: string })),
+      }),
+      object({ backups: array(ref('Backup')), target: string }),
+    ],
+  },
+  BackupStatus: object({
+    places: array(
+      object({
+        id: string,
+        place: string,
+        kind: { type: 'string', enum: ['local', 'file', 's3', 'sftp'] },
+        location: string,
+        newest_backup_id: nullable(string),
+        newest_created_at: nullable(time),
+        age_seconds: nullable({ type: 'number' }),
+        count: integer,
+        bytes: integer,
+        unreachable: nullable(string),
+        last_error: nullable(string),
+        last_error_at: nullable(time),
+        stale: nullable(boolean),
+      }),
+    ),
+    stale: boolean,
+  }),
+  BackupCopies: object({
+    id: string,
+    copies: array(
+      object(
+        {
+          target: string,
+          backup_id: string,
+          result: { type: 'string', enum: ['copied', 'present', 'failed', 'refused-unencrypted', 'busy'] },
+          reason: string,
+          error: string,
+          bytes: integer,
+          seconds: { type: 'number' },
+          pruned: array(string),
+        },
+        ['reason', 'error', 'bytes', 'seconds', 'pruned'],
+      ),
+    ),
+    failed: integer,
+  }),
+  BackupValidation: object(
+    {
+      valid: { const: true },
+      id: string,
+      backup_id: { type: 'string', deprecated: true },
+      created_at: time,
+      engine: string,
+      schema_version: integer,
+      encrypted: boolean,
+      checks: array(object({ check: string, detail: string })),
+      target: string,
+    },
+    ['target'],
+  ),
+  RestorePreview: object({
+    backup_id: string,
+    created_at: time,
+    dry_run: { const: true },
+    signing_keys: { oneOf: [{ type: 'null' }, object({ another_server: boolean, changes: array(keyChange) })] },
+  }),
+  RestoreReport: object({
+    backup_id: string,
+    engine: string,
+    schema_version: integer,
+    migrated_to: integer,
+    pre_restore_backup_id: nullable(string),
+    replaced_config: nullable(string),
+    revocations: object({
+      keep: boolean,
+      admin_tokens: array(object({ id: string, name: string, prefix: string, revoked_at: time })),
+      licenses: array(object({ id: uuid, key_prefix: string })),
+      customers: array(object({ id: uuid, name: string })),
+      machines: array(object({ id: uuid, license_id: uuid, hardware_id: string })),
+    }),
+    signing_keys: object({ another_server: boolean, changes: array(keyChange), erase_warning: nullable(string) }),
+    signing_key_warning: nullable(string),
+    moved: { oneOf: [{ type: 'null' }, object({ from: string, to: string, rows: { type: 'object', additionalProperties: integer } })] },
+  }),
+  Validation: {
+    oneOf: [
+      object(
+        {
+          valid: { const: true },
+          license_id: uuid,
+          license_key_prefix: string,
+          license_type: string,
+          valid_from: time,
+          valid_until: time,
+          entitlements: array(object({ code: string, name: string, usage_limit: nullable(integer) })),
+          encrypted_key: string,
+          grace_token: string,
+          grace_expires_at: time,
+          machine_id: uuid,
+          lease_expires_at: time,
+          server_time: time,
+        },
+        ['encrypted_key', 'lease_expires_at'],
+        'A valid license.',
+      ),
+      object(
+        {
+          valid: { const: false },
+          reason: {
+            type: 'string',
+            enum: ['LICENSE_NOT_FOUND', 'LICENSE_INACTIVE', 'CUSTOMER_INACTIVE', 'LICENSE_EXPIRED', 'LICENSE_NOT_YET_VALID', 'MACHINE_LIMIT_EXCEEDED', 'MACHINE_DEACTIVATED'],
+          },
+          message: string,
+          server_time: time,
+        },
+        [],
+        'An authoritative "no": the client must not fall back to its offline tiers.',
+      ),
+    ],
+  },
+  UsageAnswer: object({
+    replayed: boolean,
+    entitlement_code: string,
+    quantity: integer,
+    used: integer,
+    usage_limit: nullable(integer),
+    remaining: nullable(integer),
+  }),
+  ReleaseAnswer: object({ released: boolean, seat_free_at: nullable(time), message: string, server_time: time }),
+  EntitlementGrant: grant,
+};
+
+/** Request bodies. Unknown members are refused (INVALID_INPUT), so these are closed too. */
+export const requests = {
+  checkout: object({ ttl_days: { type: 'integer', minimum: 1, maximum: 365 }, hardware_id: nullable(string) }, ['hardware_id']),
+  newCustomer: object({ name: string, email: nullable(string) }, ['email']),
+  customerUpdate: object({ name: string, email: nullable(string) }, ['name', 'email']),
+  empty: object({}),
+  newEntitlement: object({ code: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$' }, name: string }),
+  newLicense: object(
+    {
+      customer_id: uuid,
+      type: { type: 'string', enum: ['time_based', 'usage_based', 'hybrid'] },
+      valid_until: { type: 'string', description: '`YYYY-MM-DD` (through that day, UTC) or RFC 3339.' },
+      valid_from: string,
+      entitlements: array(ref('EntitlementGrant')),
+      with_decryption_key: boolean,
+      max_machines: nullable({ type: 'integer', minimum: 1 }),
+      floating: boolean,
+      lease_hours: { type: 'integer', minimum: 1, maximum: 720 },
+      metadata: { type: 'object', additionalProperties: { type: 'string', maxLength: 1024 }, maxProperties: 64 },
+    },
+    ['valid_from', 'entitlements', 'with_decryption_key', 'max_machines', 'floating', 'lease_hours', 'metadata'],
+  ),
+  licenseUpdate: object(
+    {
+      valid_from: string,
+      valid_until: string,
+      max_machines: nullable({ type: 'integer', minimum: 1 }),
+      floating: boolean,
+      lease_hours: { type: 'integer', minimum: 1, maximum: 720 },
+      add_entitlements: array(ref('EntitlementGrant')),
+      remove_entitlements: array(string),
+      set_limits: array(ref('EntitlementGrant')),
+      metadata: { type: 'object', additionalProperties: string, description: 'A value of "" removes the key.' },
+    },
+    ['valid_from', 'valid_until', 'max_machines', 'floating', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata'],
+  ),
+  renew: { oneOf: [object({ by: { type: 'string', pattern: '^[0-9]+[hdwy]$' } }), object({ until: string })] },
+  release: object({ lost_file: { const: true }, reason: { type: 'string', minLength: 1, maxLength: 500 } }, ['reason']),
+  rotate: object({ prepare: boolean }, ['prepare']),
+  retire: object({ force: boolean }, ['force']),
+  validateBackup: object({ target: string }, ['target']),
+  restore: object({ confirm: string, keep_revocations: boolean, force: boolean, dry_run: boolean, target: string }, ['confirm', 'keep_revocations', 'force', 'dry_run', 'target']),
+  copy: object({ to: { ...array(string), minItems: 1 } }, ['to']),
+  validate: object({ license_key: string, hardware_id: string, version: string, machine_name: { type: 'string', minLength: 1, maxLength: 200 } }, ['machine_name']),
+  usage: object({
+    license_key: string,
+    hardware_id: string,
+    entitlement_code: string,
+    quantity: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
+    occurred_at: time,
+    idempotency_key: { type: 'string', minLength: 1, maxLength: 128 },
+  }),
+  releaseSeat: object({ license_key: string, hardware_id: string }),
+};
