@@ -11,7 +11,7 @@ describe('the suite\'s check of answers against docs/openapi.json', () => {
 
   it('passes a documented answer', () => {
     checkAnswer(answer({}));
-    checkAnswer(answer({ path: '/api/nothing-here', status: 404, text: '{"error":{"code":"ROUTE_NOT_FOUND","message":"no such route"}}' }));
+    checkAnswer(answer({ path: '/api/nothing-here', status: 404, text: '{"error":{"code":"ROUTE_NOT_FOUND","message":"no such route","request_id":"r1"}}' }));
   });
 
   it('fails an undocumented status', () => {
@@ -21,7 +21,8 @@ describe('the suite\'s check of answers against docs/openapi.json', () => {
   it('fails a body of the wrong type, and one with an undocumented field', () => {
     assert.throws(() => checkAnswer(answer({ text: '{"status":1}' })), /does not match its schema.*must be string/s);
     assert.throws(() => checkAnswer(answer({ text: '{"status":"ok","extra":true}' })), /must NOT have additional properties/);
-    assert.throws(() => checkAnswer(answer({ path: '/api/customers/x', status: 404, text: '{"error":{"code":"CUSTOMER_NOT_FOUND"}}' })), /must have required property 'message'/);
+    assert.throws(() => checkAnswer(answer({ path: '/api/customers/x', status: 404, text: '{"error":{"code":"CUSTOMER_NOT_FOUND","request_id":"r1"}}' })), /must have required property 'message'/);
+    assert.throws(() => checkAnswer(answer({ path: '/api/customers/x', status: 404, text: '{"error":{"code":"CUSTOMER_NOT_FOUND","message":"no customer"}}' })), /must have required property 'request_id'/);
   });
 
   it('fails an undocumented Content-Type, and an undocumented Link header', () => {
