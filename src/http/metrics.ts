@@ -16,9 +16,6 @@ export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 /** A scrape waits this long for the store's figures, then answers without fresh ones. */
 export const STORE_TIMEOUT_MS = 2000;
 
-/** Store figures read within this long are reused: every gauge of one scrape shares one read. */
-const STORE_REUSE_MS = 500;
-
 export const VALIDATION_OUTCOMES = [
   'valid', 'expired', 'not_yet_valid', 'revoked', 'machine_limit', 'deactivated', 'hardware_mismatch', 'not_found', 'invalid_request', 'error',
 ] as const;
@@ -83,7 +80,9 @@ export class DaemonMetrics implements RequestMetrics {
   /** For openDatabase: what storage reports (lib/storage/observer.ts). */
   readonly storage: StorageObserver;
   private source: StoreSource | undefined;
-  private read: { at: number; figures: Promise<StoreFigures> } | undefined;
+  /** The read of the scrape being rendered: every store gauge of one scrape shares it. */
+  private read: Promise<StoreFigures> | undefined;
+  private readonly clock: () => Date;
   private readonly requests: Counter<'route' | 'status'>;
   private readonly latency: Histogram<'route'>;
   private readonly validations: Counter<'outcome'>;
@@ -94,6 +93,7 @@ export class DaemonMetrics implements RequestMetrics {
   constructor(options: { processMetrics?: boolean; clock?: () => Date } = {}) {
     const registers = [this.registry];
     const clock = options.clock ?? (() => new Date());
+    this.clock = clock;
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
 
     this.requests = new Counter({
@@ -170,7 +170,7 @@ export class DaemonMetrics implements RequestMetrics {
       },
     });
 
-    this.storeGauges(registers, clock);
+    this.storeGauges(registers);
   }
 
   /** Starts reading the store's figures and pools from `source` at each scrape. */
@@ -198,6 +198,7 @@ export class DaemonMetrics implements RequestMetrics {
 
   /** The Prometheus text format, METRICS_CONTENT_TYPE. */
   render(): Promise<string> {
+    this.read = this.source ? this.readStore(this.source) : undefined;
     return this.registry.metrics();
   }
 
@@ -210,13 +211,9 @@ export class DaemonMetrics implements RequestMetrics {
     return found;
   }
 
-  /** The figures of the shared database, read once per scrape, waiting at most STORE_TIMEOUT_MS. */
-  private figures(clock: () => Date): Promise<StoreFigures> {
-    const source = this.source;
-    if (!source) return Promise.reject(new Error('no store to read'));
-    const started = Date.now();
-    if (this.read && started - this.read.at < STORE_REUSE_MS) return this.read.figures;
-    const reading = readStoreFigures(source.database(), { at: clock(), targets: source.targets() });
+  /** The figures of the shared database, waiting at most STORE_TIMEOUT_MS. */
+  private readStore(source: StoreSource): Promise<StoreFigures> {
+    const reading = readStoreFigures(source.database(), { at: this.clock(), targets: source.targets() });
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`the store did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
@@ -224,7 +221,7 @@ export class DaemonMetrics implements RequestMetrics {
     const figures = Promise.race([reading, timeout]).finally(() => clearTimeout(timer));
     // A late answer or failure after the timeout must not become an unhandled rejection.
     reading.catch(() => undefined);
-    this.read = { at: started, figures };
+    figures.catch(() => undefined);
     return figures;
   }
 
@@ -234,10 +231,10 @@ export class DaemonMetrics implements RequestMetrics {
    * cannot be read in time, they keep the values of the last good read and
    * license_server_store_up says 0.
    */
-  private storeGauges(registers: Registry[], clock: () => Date): void {
-    const figures = () => this.figures(clock);
+  private storeGauges(registers: Registry[]): void {
+    const figures = () => this.read ?? Promise.reject(new Error('no store to read'));
     const SHARED = ' Read from the shared database at scrape time: the same on every daemon of one store (take max, not sum).';
-    // Every gauge of one scrape shares one read (figures() keeps it STORE_REUSE_MS); undefined when it failed.
+    // Undefined when the read failed or was late.
     const fresh = () => figures().then((value): StoreFigures | undefined => value, () => undefined);
     const storeGauge = <L extends string>(
       name: string,
