@@ -49,6 +49,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
       import('../http/server.js'),
     ]);
     const { createLogWriter } = await import('../http/log-writer.js');
+    // Before the database is opened: storage reports to it (lib/storage/observer.ts).
+    const metrics = new (await import('../http/metrics.js')).DaemonMetrics({ processMetrics: true });
     const log = createLogWriter();
     const { ServingState } = await import('../http/serving-state.js');
     let state: InstanceType<typeof ServingState> | undefined;
@@ -71,7 +73,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
     let db: Awaited<ReturnType<typeof openDatabase>>;
     try {
       announcement = await announceDaemonKek(settings.database.url, kek ? (await import('../lib/signing-keys/protection.js')).kekIdOf(kek) : null);
-      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, serving: true, keyEncryptionKey: kek, timeouts: settings.database });
+      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, serving: true, keyEncryptionKey: kek, timeouts: settings.database, observer: metrics.storage });
     } catch (error) {
       await announcement?.release();
       await daemonLock.release();
@@ -92,6 +94,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
           serving: true,
           keyEncryptionKey: current.settings.signing.keyEncryptionKey,
           timeouts: current.settings.database,
+          observer: metrics.storage,
         }),
         () => this.resolveConfig(),
         async (database, current) => (await import('../lib/storage/admin-databases.js')).openAdminDatabases(database, {
@@ -120,8 +123,14 @@ On first start it creates the signing key and, when no admin token exists, a boo
       // license.expiring_soon and license.expired: on every daemon; each round runs on one of them.
       const { LicenseClockScheduler, SYSTEM_CLOCK } = await import('../lib/notifications/license-clock-scheduler.js');
       const licenseClock = new LicenseClockScheduler({ database: () => current.db, clock: SYSTEM_CLOCK, windows: () => current.config.settings.notifications.expiringSoonDays, log });
-      const app = createApp({ state, log, toolVersion: this.config.version, scheduler });
+      const app = createApp({ state, log, toolVersion: this.config.version, scheduler, metrics });
       const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
+      const metricsListener = settings.server.metricsPort === undefined
+        ? undefined
+        : await (await import('../http/metrics-listener.js')).listenForMetrics(metrics, { host: settings.server.metricsHost, port: settings.server.metricsPort, log }).catch(async (error: unknown) => {
+          await server.shutdown(0);
+          throw error;
+        });
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
       const stopped = new Promise<void>((resolve) => {
         const stop = (signal: NodeJS.Signals) => {
@@ -131,6 +140,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
           licenseClock.stop();
           void copier?.stop(3000);
           stopWaking();
+          void metricsListener?.close();
           void server.shutdown().then(() => scheduler?.idle()).then(() => licenseClock.idle()).then(() => deliverer.stop(3000)).then(() => resolve());
         };
         process.once('SIGTERM', stop);
@@ -139,6 +149,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       // One write, so that whoever reads the banner gets it whole.
       this.log([
         `license-server listening on ${server.url} (database: ${db.engine} ${db.location})`,
+        ...(metricsListener ? [`metrics listening on ${metricsListener.url} (no token)`] : []),
         `signing key fingerprint: ${key.fingerprint}`,
         token
           ? `admin token (shown only this once, store it now): ${token}`

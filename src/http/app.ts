@@ -23,6 +23,8 @@ import { healthRoutes } from './routes/health.js';
 import { signingKeyRoutes } from './routes/signing-keys.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { openApiRoutes } from './routes/openapi.js';
+import { metricsRoutes } from './routes/metrics.js';
+import { DaemonMetrics } from './metrics.js';
 
 export interface AppDependencies {
   readonly state: ServingState;
@@ -31,6 +33,8 @@ export interface AppDependencies {
   readonly clock?: () => Date;
   readonly toolVersion: string;
   readonly scheduler?: { status(): Promise<unknown> };
+  /** The daemon's metrics (metrics.ts); made here, without the process metrics, when absent. */
+  readonly metrics?: DaemonMetrics;
 }
 
 export interface App {
@@ -42,6 +46,7 @@ export interface App {
   close(): void;
   /** The daemon's log, for the listener's own lines (the drain at shutdown). */
   readonly log: (entry: Record<string, unknown>) => void;
+  readonly metrics: DaemonMetrics;
 }
 
 /** Holds new requests off (503 + Retry-After) while the data is replaced under them. */
@@ -61,6 +66,8 @@ export interface RouteDependencies {
   readonly log: (entry: Record<string, unknown>) => void;
   /** The backup schedule, when the daemon runs one. */
   readonly scheduler?: { status(): Promise<unknown> };
+  /** Absent only in route tables built without a daemon (the docs tests). */
+  readonly metrics?: DaemonMetrics;
 }
 
 /**
@@ -71,6 +78,12 @@ export interface RouteDependencies {
 export function createApp(deps: AppDependencies): App {
   const clock = deps.clock ?? (() => new Date());
   const { state } = deps;
+  const metrics = deps.metrics ?? new DaemonMetrics({ clock });
+  metrics.watch({
+    database: () => state.adminReads,
+    pools: () => (state.adminReads === state.db ? [['daemon', state.db] as const] : [['daemon', state.db] as const, ['admin', state.adminReads] as const]),
+    targets: () => state.config.settings.backup.targets.map((target) => target.name),
+  });
   let inFlight = 0;
   let accepting = true;
   let paused: number | undefined;
@@ -102,6 +115,7 @@ export function createApp(deps: AppDependencies): App {
     toolVersion: deps.toolVersion,
     log: deps.log,
     scheduler: deps.scheduler,
+    metrics,
   };
   const router = new Router(routesByAccess(routeDeps));
   const server = state.config.settings.server;
@@ -134,6 +148,8 @@ export function createApp(deps: AppDependencies): App {
       untrack(request.socket, onGone);
       if (result === 'aborted') stream?.destroy();
       const status = result === 'finished' ? response.statusCode : null;
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      metrics.request(routePath, status, seconds);
       deps.log({
         time: new Date().toISOString(),
         level: status !== null && status >= 500 ? 'error' : 'info',
@@ -142,7 +158,7 @@ export function createApp(deps: AppDependencies): App {
         method: request.method,
         route: routePath,
         status,
-        duration_ms: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        duration_ms: Math.round(seconds * 1e6) / 1000,
         remote,
         ...(actor === undefined ? {} : { actor }),
         ...(result === 'aborted' ? { aborted: true } : {}),
@@ -239,6 +255,7 @@ export function createApp(deps: AppDependencies): App {
     },
     close: () => limiter.close(),
     log: deps.log,
+    metrics,
   };
 }
 
@@ -261,7 +278,7 @@ function routesByAccess(deps: RouteDependencies): Route[] {
 const ADMIN_YIELD_FACTOR = 4;
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...notificationRoutes(deps), ...clientRoutes(deps), ...openApiRoutes()];
+  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...notificationRoutes(deps), ...clientRoutes(deps), ...metricsRoutes(deps), ...openApiRoutes()];
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<AuthenticatedAdmin> {

@@ -13,10 +13,11 @@ import { describe, escapeInvisible, hasInvisibleCharacters, isUuid, requireNonEm
  * What a token may do. `read`: lists and shows; `licenses`: create and change customers,
  * entitlements, licenses and machines, and check licenses out; `backups`: create, list,
  * download and validate backups; `restore`: restore a backup, the one operation that
- * replaces every record, so it is granted on its own; `admin`: everything, including
+ * replaces every record, so it is granted on its own; `metrics`: GET /metrics only, for a
+ * Prometheus server that should be able to do nothing else; `admin`: everything, including
  * notification settings. docs/http-api.md gives each route's scope.
  */
-export const SCOPES = ['read', 'licenses', 'backups', 'restore', 'admin'] as const;
+export const SCOPES = ['read', 'licenses', 'backups', 'restore', 'metrics', 'admin'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 export function parseScopes(values: readonly string[]): Scope[] {

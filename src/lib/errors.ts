@@ -70,7 +70,7 @@ export const ERROR_TABLE = {
     hint: 'Send "Authorization: Bearer <token>" with a token from `license-server token create`.',
   },
   TOKEN_EXPIRED: { exit: EXIT.usage, http: 401, hint: 'The token has passed its expiry; create a new one with `license-server token create`.' },
-  INVALID_SCOPE: { exit: EXIT.usage, http: 400, hint: 'The scopes are read, licenses, backups, restore and admin.' },
+  INVALID_SCOPE: { exit: EXIT.usage, http: 400, hint: 'The scopes are read, licenses, backups, restore, metrics and admin.' },
   ROUTE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'See docs/http-api.md for the routes.' },
   METHOD_NOT_ALLOWED: { exit: EXIT.usage, http: 405, hint: 'The Allow header lists the methods of this route.' },
   REQUEST_TIMEOUT: { exit: EXIT.usage, http: 408, hint: 'Send the whole request within the server\'s request timeout.' },

@@ -8,7 +8,7 @@ import { replaceNotificationSettings } from '../../src/lib/notifications/setting
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { forEachEngine } from '../support/engines.js';
 import { startReceiver } from '../support/receiver.js';
-import { strayTimesIn, unnamedRecords } from '../support/output-rule.js';
+import { strayTimes, strayTimesIn, unnamedRecords } from '../support/output-rule.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
 /**
@@ -24,6 +24,8 @@ interface Case {
   readonly client?: boolean;
   readonly records?: (json: any) => unknown[];
   readonly idKey?: 'key_id';
+  /** A route that does not answer JSON: its type, and the time rule over its text. */
+  readonly text?: RegExp;
 }
 
 forEachEngine('output for scripts: one rule over every route of the daemon', (fixture) => {
@@ -122,6 +124,8 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'POST /api/backups/{backup_id}/copy': { method: 'POST', path: () => `/api/backups/${at.backup}/copy`, body: () => ({ to: ['nas'] }) },
     'POST /api/backups/{backup_id}/validate': { method: 'POST', path: () => `/api/backups/${at.backup}/validate`, records: one },
     'POST /api/backups/{backup_id}/restore': { method: 'POST', path: () => `/api/backups/${at.backup}/restore`, body: () => ({ confirm: at.backup }) },
+    // Prometheus text: times are numbers (seconds since 1970), never RFC 3339 text.
+    'GET /metrics': { method: 'GET', path: () => '/metrics', text: /^text\/plain; version=0\.0\.4/ },
   };
 
   it('has a case for every route, and for none the daemon does not have', () => {
@@ -134,6 +138,11 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     it(`${name}: its records are named by ${spec.idKey ?? 'id'}, its times are in the one form`, async () => {
       const answer = await api(serve.url, spec.method, spec.path(), { token: spec.client ? undefined : serve.token, body: spec.body?.() ?? (spec.method === 'GET' ? undefined : {}) });
       assert.ok(answer.status >= 200 && answer.status < 300, `${name}: ${answer.status} ${answer.text}`);
+      if (spec.text) {
+        assert.match(answer.headers.get('content-type') ?? '', spec.text);
+        assert.deepEqual(strayTimes(answer.text), [], `${name}:\n${answer.text}`);
+        return;
+      }
       assert.match(answer.headers.get('content-type') ?? '', /^application\/json/);
       assert.deepEqual(strayTimesIn(answer.body), [], `${name}:\n${answer.text}`);
       assert.deepEqual(unnamedRecords(spec.records?.(answer.body) ?? [], spec.idKey), [], `${name}: records without ${spec.idKey ?? 'id'}`);

@@ -9,7 +9,7 @@ On a terminal it says so around the token; otherwise it prints the token alone (
   static override flags = {
     name: Flags.string({ description: 'A unique name, never reused, recorded as the actor of what the token does.' }),
     scope: Flags.string({
-      description: 'What it may do: read, licenses, backups, restore, admin (everything); repeatable. Default: admin.',
+      description: 'What it may do: read, licenses, backups, restore, metrics, admin (everything); repeatable. Default: admin.',
       multiple: true,
     }),
     'expires-in': Flags.string({ description: 'Expire after this long: 90d, 12w, 1y, 36h (default: never).' }),

@@ -12,6 +12,7 @@ import { parseTimestamp, parseUuid } from '../../lib/validate.js';
 import { asString, expectFields, expectQuery, pageReply, PAGING_QUERY, queryBoolean, queryPage } from '../fields.js';
 import type { License } from '../../lib/licensing/licenses.js';
 import { licenseAsSeenBy } from '../license-visibility.js';
+import { refusalOrError } from '../metrics.js';
 import type { Route } from '../router.js';
 
 /** The admin API: the same operations as the command line, behind an admin bearer token. */
@@ -36,12 +37,19 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'licenses',
       handle: async ({ params, body, actor, accept }) => {
-        expectFields(body, ['ttl_days'], ['hardware_id']);
-        const id = parseUuid(params.id!, 'license id');
-        const result = await checkoutLicense(deps.db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id }, {
-          ...context(actor),
-          issuer: deps.settings.issuer,
-        });
+        let result;
+        try {
+          expectFields(body, ['ttl_days'], ['hardware_id']);
+          const id = parseUuid(params.id!, 'license id');
+          result = await checkoutLicense(deps.db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id }, {
+            ...context(actor),
+            issuer: deps.settings.issuer,
+          });
+        } catch (error) {
+          deps.metrics?.checkout(refusalOrError(error));
+          throw error;
+        }
+        deps.metrics?.checkout('issued');
         if (wantsOctetStream(accept)) {
           return {
             raw: result.license_file,

@@ -72,14 +72,19 @@ export async function createBackup(options: CreateBackupOptions): Promise<Backup
 }
 
 /**
- * backup.failed, in a transaction of its own: a failed backup changed nothing to report it
- * with. Best effort: a database that is down cannot take it, and the backup's own error is
- * what the caller must see.
+ * backup.failed, as an event and an audit entry (details: trigger, code), in a transaction of
+ * its own: a failed backup changed nothing to report it with. The entry is what the metrics
+ * read as the last failure per trigger (metrics/store-figures.ts). Best effort: a database
+ * that is down cannot take it, and the backup's own error is what the caller must see.
  */
 async function raiseBackupFailed(options: CreateBackupOptions, error: unknown): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
+  const code = error instanceof LicenseServerError ? error.code : 'INTERNAL';
   await options.db
-    .transaction((tx) => raiseEvent(tx, 'backup.failed', { trigger: options.trigger, error: message, actor: options.context.actor }, options.context))
+    .transaction(async (tx) => {
+      await recordAudit(tx, options.context, { action: 'backup.failed', entityType: 'backup', details: { trigger: options.trigger, code } });
+      await raiseEvent(tx, 'backup.failed', { trigger: options.trigger, error: message, actor: options.context.actor }, options.context);
+    })
     .catch(() => undefined);
 }
 

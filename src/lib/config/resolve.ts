@@ -33,6 +33,9 @@ export interface Settings {
     readonly clientRateBurst: number;
     /** Seconds a starting daemon waits for a running restore. */
     readonly restoreWait: number;
+    /** The listener that serves only GET /metrics, without a token; none when the port is unset. */
+    readonly metricsHost: string;
+    readonly metricsPort: number | undefined;
   };
   readonly issuer: string;
   readonly grace: { readonly hours: number };
@@ -150,6 +153,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       clientRateLimit: get('server.client_rate_limit'),
       clientRateBurst: get('server.client_rate_burst'),
       restoreWait: get('server.restore_wait'),
+      metricsHost: get('server.metrics_host'),
+      metricsPort: get('server.metrics_port'),
     },
     issuer: get('issuer'),
     grace: { hours: get('grace.hours') },

@@ -106,6 +106,21 @@ export const SETTINGS: readonly SettingSpec[] = [
     description: 'PEM private key file for server.tls_cert.',
   },
   {
+    key: 'server.metrics_host',
+    env: 'LICENSE_METRICS_HOST',
+    type: 'string',
+    default: () => '127.0.0.1',
+    description: 'Address of the metrics listener (server.metrics_port), which serves GET /metrics without a token.',
+  },
+  {
+    key: 'server.metrics_port',
+    env: 'LICENSE_METRICS_PORT',
+    type: 'integer',
+    min: 0,
+    max: 65535,
+    description: 'Port of a second listener that serves only GET /metrics, without a token (0 picks a free one); unset: none.',
+  },
+  {
     key: 'server.request_timeout',
     env: 'LICENSE_REQUEST_TIMEOUT',
     type: 'integer',

@@ -1,5 +1,6 @@
 import { LicenseServerError } from '../errors.js';
 import { existsSync } from 'node:fs';
+import type { StorageObserver } from './observer.js';
 import type { Database } from './types.js';
 import { storeAccessDenied } from './file-access.js';
 import type { PostgresTimeouts } from './postgres-connection.js';
@@ -29,6 +30,8 @@ export interface OpenOptions {
   readonly serving?: boolean;
   /** Setting signing.key_encryption_key: opens sealed signing keys (signing-keys/protection.ts). */
   readonly keyEncryptionKey?: Uint8Array;
+  /** Told of what storage does that the daemon counts (observer.ts). */
+  readonly observer?: StorageObserver;
 }
 
 /**
@@ -46,7 +49,7 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     // A file that another user's directory hides is not missing: say whose it is.
     if (!create && !existsSync(url)) throw storeAccessDenied(url, { create: false, what: 'the SQLite database' }) ?? notFound(`no license-server database exists at ${url}`, options.origin);
     const { SqliteDatabase } = await import('./sqlite.js');
-    db = SqliteDatabase.open(url, { create, serving: options.serving === true });
+    db = SqliteDatabase.open(url, { create, serving: options.serving === true, observer: options.observer });
   }
   try {
     if (!create && !(await hasSchema(db))) {

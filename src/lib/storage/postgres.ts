@@ -3,6 +3,7 @@ import { LicenseServerError } from '../errors.js';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { toNumberedPlaceholders } from './placeholders.js';
 import { DEFAULT_POSTGRES_TIMEOUTS, endPostgresPool, newPostgresPool, withDeadline, type PostgresTimeouts } from './postgres-connection.js';
+import type { PoolStats } from './observer.js';
 import type { Database, Queryable, Row, SqlValue, TransactionOptions } from './types.js';
 
 // int8 (COUNT, BIGINT columns, identity ids) as a number rather than pg's default string.
@@ -60,6 +61,10 @@ export class PostgresDatabase implements Database {
       throw error instanceof LicenseServerError ? error : database.unavailable(error);
     }
     return database;
+  }
+
+  poolStats(): PoolStats {
+    return { total: this.pool.totalCount, inUse: this.pool.totalCount - this.pool.idleCount, waiting: this.pool.waitingCount };
   }
 
   query<R extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<R[]> {

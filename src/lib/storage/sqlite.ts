@@ -7,6 +7,7 @@ import { describeFsError } from '../fs-errors.js';
 import { storeAccessDenied } from './file-access.js';
 import { toSqlite } from './sqlite-bind.js';
 import { loadSqliteDriver } from './sqlite-driver.js';
+import { isSqliteBusy, type StorageObserver } from './observer.js';
 import { SqliteReader, type SqliteReaderOptions } from './sqlite-reader.js';
 import type { Database, Queryable, Row, SqlValue } from './types.js';
 
@@ -27,7 +28,10 @@ export class SqliteDatabase implements Database {
   readonly location: string;
   private closed = false;
 
-  private constructor(private readonly connection: SharedConnection) {
+  private constructor(
+    private readonly connection: SharedConnection,
+    private readonly observer: StorageObserver | undefined,
+  ) {
     this.location = connection.file;
   }
 
@@ -35,7 +39,7 @@ export class SqliteDatabase implements Database {
    * Opens the database file, creating it 0600 in a 0700 directory when missing, unless
    * `create` is false: then a missing file is an error and nothing is created.
    */
-  static open(file: string, options: { create?: boolean; serving?: boolean } = {}): SqliteDatabase {
+  static open(file: string, options: { create?: boolean; serving?: boolean; observer?: StorageObserver } = {}): SqliteDatabase {
     const key = path.resolve(file);
     let connection = connections.get(key);
     if (!connection) {
@@ -45,25 +49,34 @@ export class SqliteDatabase implements Database {
     }
     if (options.serving) useServingCache(connection.db);
     connection.handles += 1;
-    return new SqliteDatabase(connection);
+    return new SqliteDatabase(connection, options.observer);
   }
 
   query<R extends Row = Row>(sql: string, params?: readonly SqlValue[]): Promise<R[]> {
-    return this.live().serialised(() => {
+    return this.observed(this.live().serialised(() => {
       this.connection.checkSameFile();
       return this.connection.all(sql, params) as R[];
-    });
+    }));
   }
 
   execute(sql: string, params?: readonly SqlValue[]): Promise<number> {
-    return this.live().serialised(() => {
+    return this.observed(this.live().serialised(() => {
       this.connection.checkSameFile();
       return this.connection.run(sql, params);
-    });
+    }));
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.live().transaction(fn);
+    return this.observed(this.live().transaction(fn));
+  }
+
+  /** Tells the observer of a lock wait that ran out; the caller still gets the error. */
+  private observed<T>(work: Promise<T>): Promise<T> {
+    if (!this.observer?.sqliteBusy) return work;
+    return work.catch((error: unknown) => {
+      if (isSqliteBusy(error)) this.observer!.sqliteBusy!();
+      throw error;
+    });
   }
 
   async close(): Promise<void> {

@@ -1,3 +1,5 @@
+import type { PoolStats } from './observer.js';
+
 export type Engine = 'sqlite' | 'postgres';
 
 /** What a query may bind. Booleans and Dates are converted per engine by the adapters. */
@@ -35,4 +37,6 @@ export interface Database extends Queryable {
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
+  /** PostgreSQL: its pool's connections now, for the daemon's metrics; engines without a pool have none. */
+  poolStats?(): PoolStats;
 }

@@ -1,0 +1,310 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { TRIGGERS } from '../lib/backup/archive/manifest.js';
+import { isLicenseServerError, LicenseServerError } from '../lib/errors.js';
+import { readStoreFigures, type StoreFigures } from '../lib/metrics/store-figures.js';
+import type { StorageObserver } from '../lib/storage/observer.js';
+import type { Database } from '../lib/storage/types.js';
+
+/**
+ * The daemon's Prometheus metrics (docs/metrics.md). One registry per daemon, never
+ * prom-client's global one, so that daemons built in one process (the tests) keep their
+ * figures apart. Every label takes its values from a fixed set: route templates, statuses,
+ * outcomes, backup triggers, configured targets. No license, key, customer or address.
+ */
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+/** A scrape waits this long for the store's figures, then answers without fresh ones. */
+export const STORE_TIMEOUT_MS = 2000;
+
+export const VALIDATION_OUTCOMES = [
+  'valid', 'expired', 'not_yet_valid', 'revoked', 'machine_limit', 'deactivated', 'hardware_mismatch', 'not_found', 'invalid_request', 'error',
+] as const;
+export type ValidationOutcome = (typeof VALIDATION_OUTCOMES)[number];
+
+/** What POST /api/v1/validate answered (`valid`, `reason`) or threw, as one bounded outcome. */
+export function validationOutcome(result: { readonly answer: { readonly valid: boolean; readonly reason?: string } } | { readonly error: unknown }): ValidationOutcome {
+  if ('answer' in result) return result.answer.valid ? 'valid' : outcomeOfCode(result.answer.reason ?? '');
+  return outcomeOfCode(isLicenseServerError(result.error) ? result.error.code : '', result.error);
+}
+
+function outcomeOfCode(code: string, error?: unknown): ValidationOutcome {
+  switch (code) {
+    case 'LICENSE_EXPIRED':
+      return 'expired';
+    case 'LICENSE_NOT_YET_VALID':
+      return 'not_yet_valid';
+    // A license or its customer deactivated by an operator: the license is revoked.
+    case 'LICENSE_INACTIVE':
+    case 'CUSTOMER_INACTIVE':
+      return 'revoked';
+    case 'MACHINE_LIMIT_EXCEEDED':
+      return 'machine_limit';
+    case 'MACHINE_DEACTIVATED':
+      return 'deactivated';
+    case 'HARDWARE_MISMATCH':
+      return 'hardware_mismatch';
+    case 'LICENSE_NOT_FOUND':
+      return 'not_found';
+    default:
+      return error instanceof LicenseServerError && error.httpStatus < 500 ? 'invalid_request' : 'error';
+  }
+}
+
+export const CHECKOUT_OUTCOMES = ['issued', 'refused', 'error'] as const;
+export const USAGE_OUTCOMES = ['recorded', 'replayed', 'refused', 'error'] as const;
+
+/** 4xx: the caller's request was refused; anything else: the daemon failed. */
+export function refusalOrError(error: unknown): 'refused' | 'error' {
+  return error instanceof LicenseServerError && error.httpStatus < 500 ? 'refused' : 'error';
+}
+
+/** What routes count; absent in route tables built without a daemon (the docs tests). */
+export interface RequestMetrics {
+  validation(outcome: ValidationOutcome): void;
+  checkout(outcome: (typeof CHECKOUT_OUTCOMES)[number]): void;
+  usageReport(outcome: (typeof USAGE_OUTCOMES)[number]): void;
+}
+
+/** Where the store's figures come from, read at scrape time. */
+export interface StoreSource {
+  /** The database admin reads use (storage/admin-databases.ts): a scrape never stalls a client. */
+  database(): Database;
+  /** The pools of this process by name (`daemon`, `admin`); a database without a pool is left out. */
+  pools(): ReadonlyArray<readonly [string, Database]>;
+  /** The names of the configured off-site targets. */
+  targets(): readonly string[];
+}
+
+export class DaemonMetrics implements RequestMetrics {
+  readonly registry = new Registry();
+  /** For openDatabase: what storage reports (lib/storage/observer.ts). */
+  readonly storage: StorageObserver;
+  private source: StoreSource | undefined;
+  /** The read of the scrape being rendered: every store gauge of one scrape shares it. */
+  private read: Promise<StoreFigures> | undefined;
+  private readonly clock: () => Date;
+  private readonly requests: Counter<'route' | 'status'>;
+  private readonly latency: Histogram<'route'>;
+  private readonly validations: Counter<'outcome'>;
+  private readonly checkouts: Counter<'outcome'>;
+  private readonly usage: Counter<'outcome'>;
+  private readonly rateLimited: Counter<'route'>;
+
+  constructor(options: { processMetrics?: boolean; clock?: () => Date } = {}) {
+    const registers = [this.registry];
+    const clock = options.clock ?? (() => new Date());
+    this.clock = clock;
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+
+    this.requests = new Counter({
+      name: 'license_server_http_requests_total',
+      help: 'HTTP requests answered by this process, by route template (METHOD /path/:param; "unmatched" for no route) and status ("aborted": the connection closed first).',
+      labelNames: ['route', 'status'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'license_server_http_request_duration_seconds',
+      help: 'Time from a request\'s arrival to its answer\'s last byte handed to the socket, by route template.',
+      labelNames: ['route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers,
+    });
+    this.validations = new Counter({
+      name: 'license_server_validations_total',
+      help: 'Online validations (POST /api/v1/validate) answered by this process, by outcome.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.checkouts = new Counter({
+      name: 'license_server_checkouts_total',
+      help: 'Offline license files checked out through this process (POST /api/licenses/:id/checkout), by outcome.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.usage = new Counter({
+      name: 'license_server_usage_reports_total',
+      help: 'Usage reports (POST /api/v1/usage) handled by this process, by outcome.',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.rateLimited = new Counter({
+      name: 'license_server_rate_limited_total',
+      help: 'Client requests this process refused with 429 RATE_LIMITED, by route template.',
+      labelNames: ['route'],
+      registers,
+    });
+    // Every outcome from the start, so that rate() and alerts see a 0 before the first one.
+    for (const outcome of VALIDATION_OUTCOMES) this.validations.inc({ outcome }, 0);
+    for (const outcome of CHECKOUT_OUTCOMES) this.checkouts.inc({ outcome }, 0);
+    for (const outcome of USAGE_OUTCOMES) this.usage.inc({ outcome }, 0);
+
+    const busy = new Counter({
+      name: 'license_server_sqlite_busy_total',
+      help: 'SQLite statements of this process that waited the whole busy timeout (5 s) for another process\'s lock and failed with DATABASE_UNAVAILABLE.',
+      registers,
+    });
+    this.storage = { sqliteBusy: () => busy.inc() };
+
+    const pools = this.pools.bind(this);
+    new Gauge({
+      name: 'license_server_db_pool_connections',
+      help: 'PostgreSQL connections of this process\'s pools (daemon: clients\' requests and background work; admin: admin requests), by state (in_use, idle).',
+      labelNames: ['pool', 'state'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [name, stats] of pools()) {
+          this.set({ pool: name, state: 'in_use' }, stats.inUse);
+          this.set({ pool: name, state: 'idle' }, stats.total - stats.inUse);
+        }
+      },
+    });
+    new Gauge({
+      name: 'license_server_db_pool_waiting',
+      help: 'Callers of this process waiting for a PostgreSQL connection because all of the pool\'s are in use.',
+      labelNames: ['pool'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [name, stats] of pools()) this.set({ pool: name }, stats.waiting);
+      },
+    });
+
+    this.storeGauges(registers);
+  }
+
+  /** Starts reading the store's figures and pools from `source` at each scrape. */
+  watch(source: StoreSource): void {
+    this.source = source;
+  }
+
+  request(route: string, status: number | null, seconds: number): void {
+    this.requests.inc({ route, status: status === null ? 'aborted' : String(status) });
+    this.latency.observe({ route }, seconds);
+    if (status === 429) this.rateLimited.inc({ route });
+  }
+
+  validation(outcome: ValidationOutcome): void {
+    this.validations.inc({ outcome });
+  }
+
+  checkout(outcome: (typeof CHECKOUT_OUTCOMES)[number]): void {
+    this.checkouts.inc({ outcome });
+  }
+
+  usageReport(outcome: (typeof USAGE_OUTCOMES)[number]): void {
+    this.usage.inc({ outcome });
+  }
+
+  /** The Prometheus text format, METRICS_CONTENT_TYPE. */
+  render(): Promise<string> {
+    this.read = this.source ? this.readStore(this.source) : undefined;
+    return this.registry.metrics();
+  }
+
+  private pools(): Array<readonly [string, { total: number; inUse: number; waiting: number }]> {
+    const found: Array<readonly [string, { total: number; inUse: number; waiting: number }]> = [];
+    for (const [name, db] of this.source?.pools() ?? []) {
+      const stats = db.poolStats?.();
+      if (stats) found.push([name, stats]);
+    }
+    return found;
+  }
+
+  /** The figures of the shared database, waiting at most STORE_TIMEOUT_MS. */
+  private readStore(source: StoreSource): Promise<StoreFigures> {
+    const reading = readStoreFigures(source.database(), { at: this.clock(), targets: source.targets() });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`the store did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
+    });
+    const figures = Promise.race([reading, timeout]).finally(() => clearTimeout(timer));
+    // A late answer or failure after the timeout must not become an unhandled rejection.
+    reading.catch(() => undefined);
+    figures.catch(() => undefined);
+    return figures;
+  }
+
+  /**
+   * Gauges of the shared database, named `license_server_store_*`: every daemon on one store
+   * reports the same values, so a dashboard takes max (or any one), never sum. When the store
+   * cannot be read in time, they keep the values of the last good read and
+   * license_server_store_up says 0.
+   */
+  private storeGauges(registers: Registry[]): void {
+    const figures = () => this.read ?? Promise.reject(new Error('no store to read'));
+    const SHARED = ' Read from the shared database at scrape time: the same on every daemon of one store (take max, not sum).';
+    // Undefined when the read failed or was late.
+    const fresh = () => figures().then((value): StoreFigures | undefined => value, () => undefined);
+    const storeGauge = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: readonly L[],
+      fill: (gauge: Gauge<L>, value: StoreFigures) => void,
+    ) =>
+      new Gauge<L>({
+        name: `license_server_store_${name}`,
+        help: `${help}${SHARED}`,
+        labelNames,
+        registers,
+        async collect() {
+          const value = await fresh();
+          if (!value) return;
+          if (labelNames.length > 0) this.reset();
+          fill(this, value);
+        },
+      });
+
+    new Gauge({
+      name: 'license_server_store_up',
+      help: `1 when this scrape read the store's figures within ${STORE_TIMEOUT_MS / 1000} s, else 0 (the license_server_store_* gauges then keep their last values).`,
+      registers,
+      async collect() {
+        this.set((await fresh()) ? 1 : 0);
+      },
+    });
+    storeGauge('seats_in_use', 'Machines holding a seat of their license now, all licenses together.', [], (g, v) => g.set(v.seatsInUse));
+    storeGauge('machines', 'Machines known, all licenses together, by state (active, deactivated).', ['state'], (g, v) => {
+      g.set({ state: 'active' }, v.machines.active);
+      g.set({ state: 'deactivated' }, v.machines.deactivated);
+    });
+    storeGauge('licenses_near_machine_limit', 'Active licenses with max_machines whose seats in use are 90 % of it or more (a count of licenses, not one series each).', [], (g, v) =>
+      g.set(v.licensesNearMachineLimit),
+    );
+    const perTrigger = (name: string, help: string, pick: (b: StoreFigures['backups'][(typeof TRIGGERS)[number]]) => number | undefined) =>
+      storeGauge(name, help, ['trigger'], (g, v) => {
+        for (const trigger of TRIGGERS) {
+          const value = pick(v.backups[trigger]);
+          if (value !== undefined) g.set({ trigger }, value);
+        }
+      });
+    perTrigger('backup_last_success_timestamp_seconds', 'When the newest good backup of each trigger (manual, scheduled, pre-restore) was made: its created_at, in seconds since 1970. Absent for a trigger that never made one.', (b) => b.lastSuccess);
+    perTrigger('backup_last_failure_timestamp_seconds', 'When the newest failed backup attempt of each trigger failed, in seconds since 1970. Absent for a trigger that never failed.', (b) => b.lastFailure);
+    perTrigger('backup_last_duration_seconds', 'How long the newest good backup of each trigger took, from its start to its verified archive.', (b) => b.lastDurationSeconds);
+    perTrigger('backup_last_size_bytes', 'Size of the newest good backup\'s archive, per trigger.', (b) => b.lastSizeBytes);
+    storeGauge('backup_copy_last_success_timestamp_seconds', 'When each configured off-site target last took a copy of a backup, in seconds since 1970. Absent for a target that never did.', ['target'], (g, v) => {
+      for (const [target, copy] of v.copies) if (copy.lastSuccess !== undefined) g.set({ target }, copy.lastSuccess);
+    });
+    storeGauge('backup_copy_last_failure_timestamp_seconds', 'When the newest failed attempt among the copies to each configured target that are still not made failed, in seconds since 1970. Absent when none is failing.', ['target'], (g, v) => {
+      for (const [target, copy] of v.copies) if (copy.lastFailure !== undefined) g.set({ target }, copy.lastFailure);
+    });
+    storeGauge('backup_copies', 'Copies of backups to each configured off-site target, by status (pending: not tried yet; failed: tried and to be retried; copied).', ['target', 'status'], (g, v) => {
+      for (const [target, copy] of v.copies) {
+        g.set({ target, status: 'pending' }, copy.pending);
+        g.set({ target, status: 'failed' }, copy.failed);
+        g.set({ target, status: 'copied' }, copy.copied);
+      }
+    });
+    storeGauge('notification_deliveries', 'Notification deliveries in the outbox, by status: pending (the backlog, including those being retried), delivered, failed (given up).', ['status'], (g, v) => {
+      g.set({ status: 'pending' }, v.deliveries.pending);
+      g.set({ status: 'delivered' }, v.deliveries.delivered);
+      g.set({ status: 'failed' }, v.deliveries.failed);
+    });
+    storeGauge('signing_key_age_seconds', 'Age of the active signing key (since it was created). Absent before the first key.', [], (g, v) => {
+      if (v.signingKey) g.set(v.signingKey.ageSeconds);
+    });
+    storeGauge('signing_key_sealed', '1 when the active signing key\'s private half is stored sealed under the key-encryption key, else 0.', [], (g, v) => {
+      if (v.signingKey) g.set(v.signingKey.sealed ? 1 : 0);
+    });
+  }
+}

@@ -1,0 +1,162 @@
+import { TRIGGERS, type Trigger } from '../backup/archive/manifest.js';
+import { seatHeld } from '../licensing/machines.js';
+import { findSigningKey } from '../signing-keys/keys.js';
+import type { Database, Queryable } from '../storage/types.js';
+import { asIso, asIsoOrNull, asJson } from '../storage/values.js';
+
+/**
+ * Figures that describe the shared database, not the process that reads them: every daemon
+ * on one store reports the same ones (docs/metrics.md). Each is a total or one value per
+ * member of a fixed set (backup triggers, configured targets, delivery statuses), never one
+ * per license, customer or machine, so that their number stays bounded whatever the data.
+ */
+export interface StoreFigures {
+  /** Machines holding a seat now (the rule in licensing/machines.ts). */
+  readonly seatsInUse: number;
+  readonly machines: { readonly active: number; readonly deactivated: number };
+  /** Active licenses with max_machines whose seats in use are at least NEAR_LIMIT of it. */
+  readonly licensesNearMachineLimit: number;
+  readonly backups: Readonly<Record<Trigger, BackupFigures>>;
+  /** Per configured off-site target. */
+  readonly copies: ReadonlyMap<string, CopyFigures>;
+  readonly deliveries: { readonly pending: number; readonly delivered: number; readonly failed: number };
+  /** Undefined before the first key exists. */
+  readonly signingKey: { readonly ageSeconds: number; readonly sealed: boolean } | undefined;
+}
+
+export interface BackupFigures {
+  /** The newest good backup's time (its `created_at`, when it started), seconds since 1970. */
+  readonly lastSuccess: number | undefined;
+  /** When the newest failed attempt failed, seconds since 1970. */
+  readonly lastFailure: number | undefined;
+  /** From the newest good backup's start to its audit entry (made once it was verified). */
+  readonly lastDurationSeconds: number | undefined;
+  readonly lastSizeBytes: number | undefined;
+}
+
+export interface CopyFigures {
+  /** When the target last took a copy. */
+  readonly lastSuccess: number | undefined;
+  /** The newest failed attempt among copies not made yet. */
+  readonly lastFailure: number | undefined;
+  readonly pending: number;
+  readonly copied: number;
+  readonly failed: number;
+}
+
+/** "Near" the machine limit: 90 % of max_machines or more. */
+export const NEAR_LIMIT = 0.9;
+
+export async function readStoreFigures(db: Database, options: { at: Date; targets: readonly string[] }): Promise<StoreFigures> {
+  const { at } = options;
+  const [seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, signingKey] = await Promise.all([
+    countSeatsInUse(db, at),
+    countMachines(db),
+    countNearLimit(db, at),
+    backupFigures(db),
+    copyFigures(db, options.targets),
+    deliveryFigures(db),
+    findSigningKey(db).then((key) => key && { ageSeconds: Math.max(0, (at.getTime() - Date.parse(key.created_at)) / 1000), sealed: key.sealed }),
+  ]);
+  return { seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, signingKey };
+}
+
+async function countSeatsInUse(db: Queryable, at: Date): Promise<number> {
+  const held = seatHeld(at);
+  const rows = await db.query(`SELECT count(*) AS n FROM machines m JOIN licenses l ON l.id = m.license_id WHERE ${held.sql}`, held.params);
+  return Number(rows[0]?.n ?? 0);
+}
+
+async function countMachines(db: Queryable): Promise<StoreFigures['machines']> {
+  const rows = await db.query('SELECT active, count(*) AS n FROM machines GROUP BY active');
+  let active = 0;
+  let deactivated = 0;
+  for (const row of rows) {
+    if (row.active === true || row.active === 1) active += Number(row.n);
+    else deactivated += Number(row.n);
+  }
+  return { active, deactivated };
+}
+
+async function countNearLimit(db: Queryable, at: Date): Promise<number> {
+  const held = seatHeld(at);
+  // Integers on both engines: used * 10 >= max * 9 is used >= 90 % of max.
+  const rows = await db.query(
+    `SELECT count(*) AS n FROM (
+       SELECT l.max_machines AS max_machines, count(*) AS used FROM machines m JOIN licenses l ON l.id = m.license_id
+       WHERE l.max_machines IS NOT NULL AND l.active = ? AND ${held.sql}
+       GROUP BY l.id, l.max_machines
+     ) per_license WHERE used * 10 >= max_machines * ${Math.round(NEAR_LIMIT * 10)}`,
+    [true, ...held.params],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * From the audit log, which every process that backs up writes (CLI and daemons alike):
+ * `backup.created` for a good backup, `backup.failed` for a failed attempt, each with its
+ * trigger in the details. The newest per trigger, by the index on (action, occurred_at, id).
+ */
+async function backupFigures(db: Database): Promise<Record<Trigger, BackupFigures>> {
+  const trigger = db.engine === 'postgres' ? `details->>'trigger'` : `json_extract(details, '$.trigger')`;
+  const newest = (action: string, value: Trigger) =>
+    db.query(`SELECT entity_id, occurred_at, details FROM audit_log WHERE action = ? AND ${trigger} = ? ORDER BY occurred_at DESC, id DESC LIMIT 1`, [action, value]);
+  const entries = await Promise.all(
+    TRIGGERS.map(async (value) => {
+      const [created, failed] = await Promise.all([newest('backup.created', value), newest('backup.failed', value)]);
+      const success = created[0];
+      const finished = success ? Date.parse(asIso(success.occurred_at)) / 1000 : undefined;
+      const started = success ? startOfBackup(String(success.entity_id)) ?? finished : undefined;
+      const details = success ? asJson(success.details) : {};
+      const figures: BackupFigures = {
+        lastSuccess: started,
+        lastFailure: failed[0] ? Date.parse(asIso(failed[0].occurred_at)) / 1000 : undefined,
+        // A backup adopted after a kill (details.recovered) was audited long after it was made.
+        lastDurationSeconds: finished !== undefined && started !== undefined && details.recovered !== true ? Math.max(0, finished - started) : undefined,
+        lastSizeBytes: typeof details.size === 'number' ? details.size : undefined,
+      };
+      return [value, figures] as const;
+    }),
+  );
+  return Object.fromEntries(entries) as Record<Trigger, BackupFigures>;
+}
+
+/** A backup id starts with its creation time to the millisecond (create.ts, newBackupId). */
+function startOfBackup(id: string): number | undefined {
+  const match = /^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z-/.exec(id);
+  if (!match) return undefined;
+  const [, y, mo, d, h, mi, s, ms] = match;
+  const time = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}.${ms}Z`);
+  return Number.isNaN(time) ? undefined : time / 1000;
+}
+
+async function copyFigures(db: Queryable, targets: readonly string[]): Promise<Map<string, CopyFigures>> {
+  const rows = await db.query(
+    `SELECT target, status, count(*) AS n, max(copied_at) AS copied_at, max(last_attempt_at) AS attempted_at FROM backup_copies GROUP BY target, status`,
+  );
+  const figures = new Map<string, { -readonly [K in keyof CopyFigures]: CopyFigures[K] }>();
+  for (const target of targets) figures.set(target, { lastSuccess: undefined, lastFailure: undefined, pending: 0, copied: 0, failed: 0 });
+  for (const row of rows) {
+    // Only configured targets: a name used once and removed since would stay a series forever.
+    const entry = figures.get(String(row.target));
+    if (!entry) continue;
+    const status = String(row.status) as 'pending' | 'copied' | 'failed';
+    if (status !== 'pending' && status !== 'copied' && status !== 'failed') continue;
+    entry[status] = Number(row.n);
+    const copied = asIsoOrNull(row.copied_at);
+    const attempted = asIsoOrNull(row.attempted_at);
+    if (status === 'copied' && copied) entry.lastSuccess = Date.parse(copied) / 1000;
+    if (status === 'failed' && attempted) entry.lastFailure = Date.parse(attempted) / 1000;
+  }
+  return figures;
+}
+
+async function deliveryFigures(db: Queryable): Promise<StoreFigures['deliveries']> {
+  const rows = await db.query('SELECT status, count(*) AS n FROM notification_deliveries GROUP BY status');
+  const counts = { pending: 0, delivered: 0, failed: 0 };
+  for (const row of rows) {
+    const status = String(row.status);
+    if (status === 'pending' || status === 'delivered' || status === 'failed') counts[status] = Number(row.n);
+  }
+  return counts;
+}
