@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { endorsementStatement, keyIdOf, LicenseClient, type LicenseClientOptions } from '../../src/client/index.js';
+import { endorsementStatement, keyIdOf, LicenseClient, LicenseClientConfigError, type LicenseClientOptions } from '../../src/client/index.js';
 import { ed25519 } from '@noble/curves/ed25519.js';
 import { forEachEngine } from '../support/engines.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
@@ -215,6 +215,34 @@ forEachEngine('client key refresh: an application built with the first key follo
       fromCache.close();
       assert.equal(answer.valid, false, 'the .lic of key 3 does not verify from a cache file that only claims the key');
     });
+  });
+});
+
+describe('offline.keyRefresh options', () => {
+  const doc = readFileSync(new URL('../../docs/client.md', import.meta.url), 'utf8');
+  const messageFor = (keyRefresh: unknown): string => {
+    try {
+      new LicenseClient({ serverAddr: '127.0.0.1:1', licenseKey: 'K', version: '1', hardwareId: 'H', offline: { enabled: true, licenseFile: 'x.lic', cacheDir: '/nonexistent', publicKey: new Uint8Array(32), keyRefresh } as never }).close();
+    } catch (error) {
+      assert.ok(error instanceof LicenseClientConfigError, String(error));
+      return error.message;
+    }
+    return assert.fail(`${JSON.stringify(keyRefresh)} was accepted`);
+  };
+
+  it('refuses with the messages docs/client.md lists', () => {
+    const cases: Array<[unknown, string]> = [
+      [[], 'keyRefresh must be an object'],
+      [{ enabled: 'yes' }, 'keyRefresh.enabled must be true or false'],
+      [{ intervalHours: 0 }, 'keyRefresh.intervalHours must be a positive number of hours'],
+      [{ allowKeys: {} }, 'keyRefresh.allowKeys must be an array of { keyId, fingerprint }'],
+      [{ allowKeys: [{ keyId: 'abc', fingerprint: 'f'.repeat(64) }] }, "keyRefresh.allowKeys[0] must be { keyId: 16 hex digits, fingerprint: the key's 64 hex digits, which begin with its key id }"],
+      [{ allowKeys: [{ keyId: 'a'.repeat(16), fingerprint: 'b'.repeat(64) }] }, "keyRefresh.allowKeys[0] must be { keyId: 16 hex digits, fingerprint: the key's 64 hex digits, which begin with its key id }"],
+    ];
+    for (const [value, expected] of cases) {
+      assert.equal(messageFor(value), expected);
+      assert.ok(doc.includes(`\`${expected.replace('[0]', '[N]')}\``), `docs/client.md lists ${expected}`);
+    }
   });
 });
 
