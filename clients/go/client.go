@@ -22,6 +22,7 @@ type Client struct {
 	http      *http.Client
 	store     *store
 	trust     *offlineTrust
+	keys      *keyRing
 	keyPrefix string
 	// connectTimeout is the budget of the client's own transport; 0 with Config.HTTPClient,
 	// whose transport has its own.
@@ -75,7 +76,13 @@ func New(cfg Config) (*Client, error) {
 		connectTimeout: connectTimeout,
 		store:          st,
 		trust:          &offlineTrust{store: st, persist: resolved.enabled},
-		keyPrefix:      licenseKeyPrefix(resolved.licenseKey),
+		keys: &keyRing{
+			builtIn: resolved.keys,
+			cfg:     resolved.keyRefresh,
+			enabled: resolved.keyRefresh.Enabled && resolved.baseURL != "",
+			store:   st,
+		},
+		keyPrefix: licenseKeyPrefix(resolved.licenseKey),
 	}, nil
 }
 
@@ -270,7 +277,19 @@ func (c *Client) runChain(ctx context.Context, save save, pending *[]func()) *Re
 		// every call its connect budget.
 		failures = append(failures, TierFailure{Tier: TierOnline, Code: "SERVER_UNREACHABLE", Message: reason + "; reconnecting in the background"})
 	} else {
+		// Alongside the validation, so that an unreachable server costs its timeout once.
+		var refreshed chan struct{}
+		if c.keys.due(c.clock.Now()) {
+			refreshed = make(chan struct{})
+			go func() {
+				defer close(refreshed)
+				c.RefreshKeys(ctx)
+			}()
+		}
 		r := c.askValidate(ctx)
+		if refreshed != nil {
+			<-refreshed
+		}
 		online, reason := c.answerOf(r, save)
 		if online != nil {
 			if c.IsOffline() {
@@ -459,7 +478,13 @@ func (c *Client) rememberValid(token, licenseID string, entitlements []Entitleme
 	if !c.trust.onlineAnswerAt(c.serverTime(serverTime), nil, save) {
 		return
 	}
-	if _, err := offline.VerifyGraceToken(token, c.cfg.keys, offline.GraceTokenOptions{Now: c.clock.Now(), HardwareID: c.cfg.hardwareID}); err != nil {
+	verifies := func() bool {
+		_, err := offline.VerifyGraceToken(token, c.keys.keySet(), offline.GraceTokenOptions{Now: c.clock.Now(), HardwareID: c.cfg.hardwareID})
+		return err == nil
+	}
+	// A token of a key the client does not know yet (a rotation since the last refresh)
+	// asks for the key set once.
+	if !verifies() && !(c.refreshForUnknownKey(kidOf(token)) && verifies()) {
 		return
 	}
 	entry := &cachedGrace{Token: token, LicenseID: licenseID, Entitlements: entitlements, SavedAt: isoMillis(c.clock.Now())}
@@ -491,7 +516,7 @@ func (c *Client) fromLicenseFile(now time.Time, failures *[]TierFailure, save sa
 		*failures = append(*failures, TierFailure{Tier: TierLicenseFile, Code: "LICENSE_FILE_UNREADABLE", Message: fmt.Sprintf("cannot read %s: %s", file, describeFsError(err))})
 		return nil, time.Time{}
 	}
-	verified, err := offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.cfg.keys, HardwareID: c.cfg.hardwareID, Now: now})
+	verified, err := offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: c.cfg.hardwareID, Now: now})
 	if err != nil {
 		*failures = append(*failures, failureOf(TierLicenseFile, err))
 		return nil, time.Time{}
@@ -510,7 +535,7 @@ func (c *Client) fromGraceToken(now time.Time, failures *[]TierFailure) *Result 
 		*failures = append(*failures, TierFailure{Tier: TierGraceToken, Code: "NO_GRACE_TOKEN", Message: "no usable grace token is cached"})
 		return nil
 	}
-	verified, err := offline.VerifyGraceToken(cached.Token, c.cfg.keys, offline.GraceTokenOptions{Now: now, HardwareID: c.cfg.hardwareID})
+	verified, err := offline.VerifyGraceToken(cached.Token, c.keys.keySet(), offline.GraceTokenOptions{Now: now, HardwareID: c.cfg.hardwareID})
 	if err != nil {
 		*failures = append(*failures, failureOf(TierGraceToken, err))
 		return nil
@@ -528,7 +553,7 @@ func (c *Client) remainingGrace(now time.Time) time.Duration {
 	if cached == nil {
 		return 0
 	}
-	verified, err := offline.VerifyGraceToken(cached.Token, c.cfg.keys, offline.GraceTokenOptions{Now: now, HardwareID: c.cfg.hardwareID})
+	verified, err := offline.VerifyGraceToken(cached.Token, c.keys.keySet(), offline.GraceTokenOptions{Now: now, HardwareID: c.cfg.hardwareID})
 	if err != nil {
 		return 0
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -100,6 +101,9 @@ type OfflineConfig struct {
 	RestrictedEntitlements []string
 	// AllowOfflineUsageReporting queues usage reports while offline.
 	AllowOfflineUsageReporting bool
+	// KeyRefresh refreshes the key set from the server's public route (off by default;
+	// see KeyRefreshConfig and docs/public-keys.md).
+	KeyRefresh KeyRefreshConfig
 }
 
 // ConfigError is the one error New returns: a configuration it cannot work with. The
@@ -178,13 +182,15 @@ type resolved struct {
 	maxAttempts    int
 	restricted     map[string]bool
 	offlineUsage   bool
+	keyRefresh     KeyRefreshConfig
 }
 
 const jsSpaceClass = `\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}`
 
 var (
-	serverAddrPattern = regexp.MustCompile(`^[^` + jsSpaceClass + `/:]+(:[0-9]{1,5})?$|^\[[0-9a-fA-F:]+\](:[0-9]{1,5})?$`)
-	controlCharacters = regexp.MustCompile(`[\x{0}-\x{1F}\x{7F}-\x{9F}]`)
+	serverAddrPattern  = regexp.MustCompile(`^[^` + jsSpaceClass + `/:]+(:[0-9]{1,5})?$|^\[[0-9a-fA-F:]+\](:[0-9]{1,5})?$`)
+	controlCharacters  = regexp.MustCompile(`[\x{0}-\x{1F}\x{7F}-\x{9F}]`)
+	fingerprintPattern = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 const badKey = `public key must be 32 raw Ed25519 bytes or a PEM "PUBLIC KEY", or a list of them`
@@ -278,6 +284,21 @@ func resolve(cfg *Config) (*resolved, error) {
 	if connectTimeout > timeout {
 		connectTimeout = timeout
 	}
+	keyRefresh := o.KeyRefresh
+	if keyRefresh.Interval < 0 {
+		return fail("Offline.KeyRefresh.Interval must be a positive duration")
+	}
+	if keyRefresh.Interval == 0 {
+		keyRefresh.Interval = 24 * time.Hour
+	}
+	for i, a := range keyRefresh.AllowKeys {
+		fp := strings.ToLower(a.Fingerprint)
+		if !offline.IsKeyID(a.KeyID) || !fingerprintPattern.MatchString(fp) || !strings.HasPrefix(fp, a.KeyID) {
+			return fail("Offline.KeyRefresh.AllowKeys[%d] must be {KeyID: 16 hex digits, Fingerprint: the key's 64 hex digits, which begin with its key id}", i)
+		}
+	}
+	// Without offline mode no key is ever used, so none is fetched or read.
+	keyRefresh.Enabled = keyRefresh.Enabled && o.Enabled
 	cacheDir := o.CacheDir
 	if cacheDir == "" {
 		dir, err := DefaultCacheDir()
@@ -323,6 +344,7 @@ func resolve(cfg *Config) (*resolved, error) {
 		maxAttempts:    o.MaxRetryAttempts,
 		restricted:     restricted,
 		offlineUsage:   o.AllowOfflineUsageReporting,
+		keyRefresh:     keyRefresh,
 	}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"licenseserver.example/client/offline"
 )
 
 func TestConfigErrors(t *testing.T) {
@@ -34,6 +36,10 @@ func TestConfigErrors(t *testing.T) {
 			c.Offline.PublicKey = []byte(e.keys.firstPEM + "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIJ1h\n-----END PRIVATE KEY-----\n")
 		}, `Offline.PublicKey: block 2 is a private key ("PRIVATE KEY"); a key set holds public keys only`},
 		{func(c *Config) { c.Offline.PublicKeys = [][]byte{[]byte(e.keys.firstPEM), e.keys.keySetPEM} }, "Offline.PublicKey: key 21fe31dfa154a261 appears twice"},
+		{func(c *Config) { c.Offline.KeyRefresh.Interval = -time.Hour }, "Offline.KeyRefresh.Interval must be a positive duration"},
+		{func(c *Config) {
+			c.Offline.KeyRefresh.AllowKeys = []offline.AllowedKey{{KeyID: strings.Repeat("a", 16), Fingerprint: strings.Repeat("b", 64)}}
+		}, "Offline.KeyRefresh.AllowKeys[0] must be {KeyID: 16 hex digits, Fingerprint: the key's 64 hex digits, which begin with its key id}"},
 		{func(c *Config) { c.HardwareID = strings.Repeat("x", 257) }, "HardwareID must be at most 256 bytes of UTF-8, got 257"},
 		{func(c *Config) { c.HardwareID = strings.Repeat("ü", 129) }, "HardwareID must be at most 256 bytes of UTF-8, got 258"},
 		{func(c *Config) { c.HardwareID = "a\nb" }, "HardwareID must not contain control characters"},

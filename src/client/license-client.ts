@@ -10,6 +10,7 @@ import { unsealDecryptionKey } from '../lib/offline/binding.js';
 import type { LicenseFileEntitlement } from '../lib/offline/format.js';
 import { verifyLicenseFile } from '../lib/offline/verify.js';
 import { deriveHardwareId } from './hardware-id.js';
+import { KeyRing, type KeyRefreshResult } from './key-refresh.js';
 import { LicenseClientConfigError, resolveOptions, systemClock, type Clock, type LicenseClientOptions, type ResolvedOptions } from './options.js';
 import { CacheWriteError, ClientStore, type QueuedUsage, type Verdict } from './store.js';
 import { OfflineTrust, type Save } from './trust.js';
@@ -93,6 +94,7 @@ export class LicenseClient {
   private readonly clock: Clock;
   private readonly store: ClientStore;
   private readonly trust: OfflineTrust;
+  private readonly keyRing: KeyRing;
   private readonly keyPrefix: string;
   private offline = false;
   private closed = false;
@@ -114,17 +116,31 @@ export class LicenseClient {
     this.clock = options.clock ?? systemClock;
     this.store = new ClientStore(this.options.offline.cacheDir, this.options.licenseKey);
     this.trust = new OfflineTrust(this.store, this.options.offline.enabled);
+    const { offline } = this.options;
+    // Without offline mode no key is ever used, so none is fetched.
+    const refresh = offline.enabled ? offline.keyRefresh : { ...offline.keyRefresh, enabled: false };
+    this.keyRing = new KeyRing(offline.publicKey ?? [], refresh, this.store, this.options.baseUrl, this.options, this.clock);
     const normalized = normalizeLicenseKey(this.options.licenseKey);
     this.keyPrefix = licenseKeyPrefix(normalized ?? this.options.licenseKey.toUpperCase());
   }
 
   /**
-   * The key set of offline.publicKey, parsed once by resolveOptions. Only read with offline
-   * mode on, where the option is required; a file or token is checked with the key its
-   * key_id / kid names, or with each key when it names none.
+   * The key set of offline.publicKey, parsed once by resolveOptions, and the keys a key
+   * refresh accepted (key-refresh.ts). Only read with offline mode on, where the option is
+   * required; a file or token is checked with the key its key_id / kid names, or with each
+   * key when it names none.
    */
-  private get keySet(): KeySet {
-    return this.options.offline.publicKey ?? [];
+  private keySet(): Promise<KeySet> {
+    return this.keyRing.keySet();
+  }
+
+  /**
+   * Fetches the server's public key set now and takes what the trust rule allows
+   * (offline.keyRefresh; docs/client.md, "Key refresh"). Never throws: a failed fetch
+   * resolves with `fetched: false` and its reason, and the keys stay as they were.
+   */
+  refreshKeys(): Promise<KeyRefreshResult> {
+    return this.keyRing.refresh();
   }
 
   /** True while the server is unreachable (always in offline mode) and the client answers from its offline tiers. */
@@ -228,7 +244,10 @@ export class LicenseClient {
       // The loop's own attempts bring the client back; a black-holed server must not cost every call its connect budget.
       failures.push({ tier: 'online', code: 'SERVER_UNREACHABLE', message: `${this.lastAttemptTimedOut!.reason}; reconnecting in the background` });
     } else {
-      const online = await this.validateOnline(save);
+      // Alongside the validation, so that an unreachable server costs its timeout once.
+      const refreshing = this.keyRing.refreshIfDue();
+      const online = await this.validateOnline(save, refreshing);
+      await refreshing;
       if (online.kind === 'result') {
         if (this.offline) await this.leaveOfflineMode();
         else if (online.result.valid) void this.flushQueue();
@@ -301,7 +320,7 @@ export class LicenseClient {
     this.lastAttemptTimedOut = attempt.timedOut ? { reason: attempt.reason } : undefined;
   }
 
-  private async validateOnline(save: Save): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string; timedOut?: true }> {
+  private async validateOnline(save: Save, refreshing?: Promise<unknown>): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string; timedOut?: true }> {
     const reply = await postJson(
       `${this.options.baseUrl}/api/v1/validate`,
       { license_key: this.options.licenseKey, hardware_id: this.hardwareId, version: this.options.version },
@@ -318,7 +337,7 @@ export class LicenseClient {
           return { kind: 'result', result: this.invalid(false, [failureOf('online', error)]) };
         }
       }
-      await this.rememberValid(body, save);
+      await this.rememberValid(body, save, refreshing);
       this.graceExpiredFired = false;
       this.scheduleLeaseRenewal(body.lease_expires_at, body.server_time);
       return {
@@ -349,13 +368,20 @@ export class LicenseClient {
    * The server's time becomes the trusted time; the grace token is cached (only one that
    * verifies, and only next to a clock.json, without which it would count as tampered with).
    */
-  private async rememberValid(body: Record<string, unknown>, save: Save): Promise<void> {
+  private async rememberValid(body: Record<string, unknown>, save: Save, refreshing?: Promise<unknown>): Promise<void> {
     if (!(await this.trust.onlineAnswer(this.serverTime(body.server_time), undefined, save))) return;
-    try {
-      verifyGraceToken(String(body.grace_token), this.keySet, { now: this.clock.now(), hardwareId: this.hardwareId });
-    } catch {
-      return;
-    }
+    await refreshing;
+    const token = String(body.grace_token);
+    const verifies = async () => {
+      try {
+        verifyGraceToken(token, await this.keySet(), { now: this.clock.now(), hardwareId: this.hardwareId });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // A token of a key the client does not know yet (a rotation since the last refresh) asks for the key set once.
+    if (!(await verifies()) && !((await this.keyRing.refreshForUnknownKey(kidOf(token))) && (await verifies()))) return;
     const entry = {
       token: String(body.grace_token),
       license_id: String(body.license_id),
@@ -388,7 +414,7 @@ export class LicenseClient {
       return undefined;
     }
     try {
-      const verified = verifyLicenseFile(bytes, { publicKey: this.keySet, hardwareId: this.hardwareId, now });
+      const verified = verifyLicenseFile(bytes, { publicKey: await this.keySet(), hardwareId: this.hardwareId, now });
       if (verified.payload.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'license-file', code: 'LICENSE_FILE_MISMATCH', message: 'the license file is for another license key' });
         return undefined;
@@ -411,7 +437,7 @@ export class LicenseClient {
       return undefined;
     }
     try {
-      const { claims } = verifyGraceToken(cached.token, this.keySet, { now, hardwareId: this.hardwareId });
+      const { claims } = verifyGraceToken(cached.token, await this.keySet(), { now, hardwareId: this.hardwareId });
       if (claims.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'grace-token', code: 'GRACE_TOKEN_MISMATCH', message: 'the cached grace token is for another license key' });
         return undefined;
@@ -428,7 +454,7 @@ export class LicenseClient {
     const cached = await this.store.readGrace();
     if (!cached) return 0;
     try {
-      const { claims } = verifyGraceToken(cached.token, this.keySet, { now, hardwareId: this.hardwareId });
+      const { claims } = verifyGraceToken(cached.token, await this.keySet(), { now, hardwareId: this.hardwareId });
       return Math.max(0, claims.exp * 1000 - now.getTime());
     } catch {
       return 0;
@@ -575,6 +601,16 @@ export class LicenseClient {
       warnings: [],
       hasEntitlement: () => false,
     };
+  }
+}
+
+/** The `kid` of a JWS's protected header, or undefined. */
+function kidOf(token: string): string | undefined {
+  try {
+    const header = JSON.parse(Buffer.from(token.split('.')[0] ?? '', 'base64url').toString('utf8')) as { kid?: unknown };
+    return typeof header.kid === 'string' ? header.kid : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { parseKeySet, type KeySet, type KeySetInput } from '../lib/crypto/key-set.js';
 import { isLicenseServerError } from '../lib/errors.js';
 import { parseHardwareId } from '../lib/offline/binding.js';
+import type { ResolvedKeyRefresh } from './key-refresh.js';
 
 /** Spec section 2.6, in camelCase. Durations are milliseconds. */
 export interface OfflineOptions {
@@ -25,6 +26,21 @@ export interface OfflineOptions {
   /** Entitlement codes that answer false from hasEntitlement while offline. */
   readonly restrictedEntitlements?: readonly string[];
   readonly allowOfflineUsageReporting?: boolean;
+  /**
+   * Refreshes the key set from the server's public route (GET /.well-known/jwks.json), so
+   * that files and grace tokens of a key made after the application was built verify. The
+   * keys of `publicKey` stay trusted always; a fetched key is taken only when a trusted key
+   * endorsed it or `allowKeys` names it (docs/client.md, "Key refresh"). Off by default.
+   */
+  readonly keyRefresh?: KeyRefreshOptions;
+}
+
+export interface KeyRefreshOptions {
+  readonly enabled?: boolean;
+  /** Hours between refreshes (default 24); a token or file of an unknown key also triggers one, at most once a minute. */
+  readonly intervalHours?: number;
+  /** Keys taken without an endorsement: the key id and the SHA-256 fingerprint (hex) of `signing-key list`. */
+  readonly allowKeys?: readonly { readonly keyId: string; readonly fingerprint: string }[];
 }
 
 /** What the client needs from time: the real clock, or a test's. */
@@ -88,6 +104,7 @@ export interface ResolvedOptions {
     readonly maxRetryAttempts: number;
     readonly restrictedEntitlements: ReadonlySet<string>;
     readonly allowOfflineUsageReporting: boolean;
+    readonly keyRefresh: ResolvedKeyRefresh;
   };
 }
 
@@ -153,6 +170,7 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
   const maxRetryAttempts = offline.maxRetryAttempts ?? 0;
   if (!Number.isSafeInteger(maxRetryAttempts) || maxRetryAttempts < 0) fail('maxRetryAttempts must be a non-negative integer (0: unlimited)');
   const requestTimeout = duration(options.requestTimeout, 10_000, 'requestTimeout');
+  const keyRefresh = keyRefreshOrFail(offline.keyRefresh, fail);
   return {
     mode,
     baseUrl: mode === 'offline' ? undefined : `${options.https ? 'https' : 'http'}://${options.serverAddr}`,
@@ -171,8 +189,29 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
       maxRetryAttempts,
       restrictedEntitlements: new Set(restricted),
       allowOfflineUsageReporting: offline.allowOfflineUsageReporting === true,
+      keyRefresh,
     },
   };
+}
+
+function keyRefreshOrFail(input: unknown, fail: (message: string) => never): ResolvedKeyRefresh {
+  if (input === undefined) return { enabled: false, intervalMs: 24 * 3_600_000, allowKeys: [] };
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) return fail('keyRefresh must be an object');
+  const { enabled, intervalHours, allowKeys } = input as KeyRefreshOptions;
+  if (enabled !== undefined && typeof enabled !== 'boolean') fail('keyRefresh.enabled must be true or false');
+  const hours = intervalHours ?? 24;
+  if (typeof hours !== 'number' || !Number.isFinite(hours) || hours <= 0) fail('keyRefresh.intervalHours must be a positive number of hours');
+  const allowed = allowKeys ?? [];
+  if (!Array.isArray(allowed)) fail('keyRefresh.allowKeys must be an array of { keyId, fingerprint }');
+  const checked = allowed.map((item: unknown, i: number) => {
+    const { keyId, fingerprint } = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+    const print = typeof fingerprint === 'string' ? fingerprint.toLowerCase() : '';
+    if (typeof keyId !== 'string' || !/^[0-9a-f]{16}$/.test(keyId) || !/^[0-9a-f]{64}$/.test(print) || !print.startsWith(keyId)) {
+      fail(`keyRefresh.allowKeys[${i}] must be { keyId: 16 hex digits, fingerprint: the key's 64 hex digits, which begin with its key id }`);
+    }
+    return { keyId: keyId as string, fingerprint: print };
+  });
+  return { enabled: enabled === true, intervalMs: hours * 3_600_000, allowKeys: checked };
 }
 
 const BAD_KEY = 'public key must be 32 raw Ed25519 bytes or a PEM "PUBLIC KEY", or a list of them';

@@ -38,7 +38,7 @@ export interface QueuedUsage {
  * What the client keeps on disk, in a 0700 directory per license key under cacheDir:
  * `grace.json` (the last grace token and its entitlements), `clock.json` (the latest
  * trusted time seen, and a copy of a revocation), `revoked.json` (the server's last
- * authoritative "not valid"), `queue/` (usage reports waiting for the server, one file each)
+ * authoritative "not valid"), `keys.json` (signing keys a key refresh accepted), `queue/` (usage reports waiting for the server, one file each)
  * and `rejected/`. Every file is written whole or not at all (write .partial, fsync, rename,
  * fsync dir), readable by the user only. Writes throw CacheWriteError; reads never throw.
  */
@@ -98,6 +98,17 @@ export class ClientStore {
 
   deleteVerdict(): Promise<void> {
     return this.delete('revoked.json');
+  }
+
+  /** keys.json as written by writeKeys, or undefined when absent or unreadable (it only ever adds keys the trust rule re-checks). */
+  async readKeys(): Promise<Record<string, unknown> | undefined> {
+    const read = await this.readJson('keys.json');
+    return read.kind === 'object' ? read.value : undefined;
+  }
+
+  /** The keys the last refresh accepted, with their endorsements, and when it was made (docs/client.md, "Key refresh"). */
+  writeKeys(record: { readonly fetched_at: string; readonly keys: readonly unknown[] }): Promise<void> {
+    return this.writeJson('keys.json', record);
   }
 
   /** Whether a file is there at all, readable or not. */

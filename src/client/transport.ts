@@ -28,12 +28,20 @@ export const MAX_ANSWER_BYTES = 1024 * 1024;
  * before it can be refused for its size.
  */
 export function postJson(url: string, body: unknown, deadlines: Deadlines): Promise<ServerReply> {
+  return requestJson('POST', url, Buffer.from(JSON.stringify(body)), deadlines);
+}
+
+/** A GET of a JSON answer (the public key set), classified as postJson's answers are. */
+export function getJson(url: string, deadlines: Deadlines): Promise<ServerReply> {
+  return requestJson('GET', url, undefined, deadlines);
+}
+
+function requestJson(method: 'GET' | 'POST', url: string, payload: Buffer | undefined, deadlines: Deadlines): Promise<ServerReply> {
   return new Promise((resolve) => {
-    const payload = Buffer.from(JSON.stringify(body));
     const target = new URL(url);
     const request = (target.protocol === 'https:' ? https : http).request(target, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': payload.length },
+      method,
+      headers: payload ? { 'content-type': 'application/json', accept: 'application/json', 'content-length': payload.length } : { accept: 'application/json' },
     });
     let settled = false;
     const finish = (reply: ServerReply) => {

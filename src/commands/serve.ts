@@ -85,6 +85,8 @@ On first start it creates the signing key and, when no admin token exists, a boo
       // Sealed keys without the right key-encryption key: refuse to start (SIGNING_KEK_REQUIRED
       // or SIGNING_KEK_WRONG) rather than serve a daemon that fails every checkout.
       await getSigner(db);
+      // Keys from before endorsements (or made by a process without the key-encryption key) get theirs now.
+      await (await import('../lib/signing-keys/endorsements.js')).endorseKeys(db, context);
       const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context);
       state = new ServingState(
         db,

@@ -215,6 +215,7 @@ export function createApp(deps: AppDependencies): App {
           actor: actor ?? `client:${peer}`,
           scopes,
           accept: String(request.headers.accept ?? ''),
+          ifNoneMatch: String(request.headers['if-none-match'] ?? ''),
         };
         const handler = route;
         const reply = route.access === 'admin' && route.method === 'GET' ? await gate.admin(async () => jsonInSlices(await handler.handle(context))) : await route.handle(context);
@@ -322,6 +323,12 @@ function send(request: IncomingMessage, response: ServerResponse, reply: Reply):
   }
   for (const [name, value] of Object.entries(reply.headers ?? {})) response.setHeader(name, value);
   response.statusCode = reply.status ?? 200;
+  // 304 has no body, and a Content-Length there would have to be the 200's (RFC 9110 section 8.6).
+  if (response.statusCode === 304) {
+    response.removeHeader('Content-Type');
+    response.end();
+    return;
+  }
   response.setHeader('Content-Length', payload.length);
   response.end(request.method === 'HEAD' ? undefined : payload);
 }

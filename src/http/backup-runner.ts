@@ -65,6 +65,7 @@ export async function restoreWhileServing(
     // as it does at start, rather than refuse every checkout until it is restarted.
     const { ensureSigningKey } = await import('../lib/signing-keys/keys.js');
     await ensureSigningKey(deps.state.db, context);
+    await (await import('../lib/signing-keys/endorsements.js')).endorseKeys(deps.state.db, context);
     deps.log({ time: new Date().toISOString(), level: 'info', msg: 'backup restored', backup_id: report.backup_id, pre_restore_backup_id: report.pre_restore_backup_id });
     if (report.pre_restore_backup_id) await deps.state.copier?.noteBackup(report.pre_restore_backup_id).catch(() => undefined);
     return report;

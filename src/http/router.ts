@@ -12,6 +12,8 @@ export interface RequestContext {
   /** The scopes of the admin token on admin routes; empty elsewhere. */
   readonly scopes: readonly Scope[];
   readonly accept: string;
+  /** The If-None-Match header as sent ('' without one), for routes that answer 304. */
+  readonly ifNoneMatch: string;
 }
 
 export type Reply =

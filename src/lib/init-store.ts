@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { listAdminTokens } from './admin-tokens.js';
 import type { OperationContext } from './context.js';
+import { endorseKeys } from './signing-keys/endorsements.js';
 import { ensureSigningKey } from './signing-keys/keys.js';
 import { hasSchema, migrate } from './storage/migrations.js';
 import { isPostgresUrl, openDatabase } from './storage/open.js';
@@ -41,6 +42,8 @@ export async function initStore(url: string, context: OperationContext, options:
     if (!hadSchema) created.push('schema');
     const key = await ensureSigningKey(db, context);
     if (key.created) created.push('signing_key');
+    // A store migrated from before endorsements has its keys endorsed here (signing-keys/endorsements.ts).
+    await endorseKeys(db, context);
     return {
       engine: db.engine,
       location: db.location,

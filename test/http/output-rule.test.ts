@@ -116,6 +116,9 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'POST /api/signing-keys/rotate': { method: 'POST', path: () => '/api/signing-keys/rotate', records: (json) => [json.previous, json.active], idKey: 'key_id' },
     'GET /api/signing-keys': { method: 'GET', path: () => '/api/signing-keys', records: (json) => json.keys, idKey: 'key_id' },
     'GET /api/signing-keys/jwks': { method: 'GET', path: () => '/api/signing-keys/jwks' },
+    // Public, no token; after the rotation above, so that a key carries an endorsement.
+    'GET /.well-known/jwks.json': { method: 'GET', path: () => '/.well-known/jwks.json', client: true },
+    'GET /api/v1/signing-keys': { method: 'GET', path: () => '/api/v1/signing-keys', client: true, records: (json) => json.keys, idKey: 'key_id' },
     'POST /api/signing-keys/{key_id}/retire': { method: 'POST', path: () => `/api/signing-keys/${at.retire}/retire`, body: () => ({ force: true }), records: one, idKey: 'key_id' },
     'POST /api/backups': { method: 'POST', path: () => '/api/backups', records: one },
     'GET /api/backups': { method: 'GET', path: () => '/api/backups', records: (json) => json.backups },

@@ -1,7 +1,10 @@
 import type { RouteDependencies } from '../app.js';
 import { publicKeyFromPem } from '../../lib/crypto/ed25519-pem.js';
 import { LicenseServerError } from '../../lib/errors.js';
+import type { Endorsement } from '../../lib/crypto/key-endorsement.js';
+import { listEndorsements } from '../../lib/signing-keys/endorsements.js';
 import { listVerifyingKeys, type SigningKeyInfo } from '../../lib/signing-keys/keys.js';
+import { cacheableJson } from '../cacheable.js';
 import { prepareSigningKey, retireSigningKey, rotateSigningKey } from '../../lib/signing-keys/rotation.js';
 import { expectFields, expectQuery } from '../fields.js';
 import type { Route } from '../router.js';
@@ -10,6 +13,10 @@ import type { Route } from '../router.js';
  * The key set, read from the database on every request: a daemon answers a key another
  * daemon sharing the database rotated in a moment ago, so no client is ever handed a file
  * signed by a key it cannot get from any daemon. Rotation and retirement need `admin`.
+ * The public key set (`/.well-known/jwks.json`, `/api/v1/signing-keys`) needs no token and
+ * is rate-limited as the client routes are (access `client`), with each key's endorsements
+ * (docs/public-keys.md); caches may keep it PUBLIC_MAX_AGE seconds, so a key prepared with
+ * `rotate --prepare` reaches every client well before the rotation if it is done later.
  */
 export function signingKeyRoutes(deps: RouteDependencies): Route[] {
   const context = (actor: string) => ({ actor, clock: deps.clock });
@@ -22,7 +29,50 @@ export function signingKeyRoutes(deps: RouteDependencies): Route[] {
     created_at,
     deactivated_at,
   });
+  const jwk = (key: SigningKeyInfo) => ({
+    kty: 'OKP',
+    crv: 'Ed25519',
+    x: Buffer.from(publicKeyFromPem(key.public_key_pem)).toString('base64url'),
+    kid: key.key_id,
+    use: 'sig',
+    alg: 'EdDSA',
+  });
+  const published = (endorsements: readonly Endorsement[] | undefined) =>
+    (endorsements ?? []).map(({ signerKeyId, signature }) => ({ signer_key_id: signerKeyId, signature: Buffer.from(signature).toString('base64url') }));
+  const publicSet = async () => {
+    const [keys, endorsements] = await Promise.all([listVerifyingKeys(deps.db), listEndorsements(deps.db)]);
+    return { keys, endorsements };
+  };
   return [
+    {
+      method: 'GET',
+      path: '/.well-known/jwks.json',
+      access: 'client',
+      handle: async ({ query, ifNoneMatch }) => {
+        expectQuery(query, []);
+        const { keys, endorsements } = await publicSet();
+        return cacheableJson({ keys: keys.map((key) => ({ ...jwk(key), endorsements: published(endorsements.get(key.key_id)) })) }, ifNoneMatch, PUBLIC_MAX_AGE);
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/signing-keys',
+      access: 'client',
+      handle: async ({ query, ifNoneMatch }) => {
+        expectQuery(query, []);
+        const { keys, endorsements } = await publicSet();
+        const described = keys.map(({ key_id, state, public_key_pem, fingerprint, created_at }) => ({
+          key_id,
+          state,
+          algorithm: 'Ed25519',
+          public_key_pem,
+          fingerprint,
+          created_at,
+          endorsements: published(endorsements.get(key_id)),
+        }));
+        return cacheableJson({ active_key_id: keys.find((key) => key.state === 'active')?.key_id ?? null, keys: described }, ifNoneMatch, PUBLIC_MAX_AGE);
+      },
+    },
     {
       method: 'GET',
       path: '/api/signing-keys',
@@ -42,18 +92,7 @@ export function signingKeyRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ query }) => {
         expectQuery(query, []);
         const keys = await listVerifyingKeys(deps.db);
-        return {
-          json: {
-            keys: keys.map((key) => ({
-              kty: 'OKP',
-              crv: 'Ed25519',
-              x: Buffer.from(publicKeyFromPem(key.public_key_pem)).toString('base64url'),
-              kid: key.key_id,
-              use: 'sig',
-              alg: 'EdDSA',
-            })),
-          },
-        };
+        return { json: { keys: keys.map(jwk) } };
       },
     },
     {
@@ -87,3 +126,6 @@ export function signingKeyRoutes(deps: RouteDependencies): Route[] {
     },
   ];
 }
+
+/** Seconds a cache may keep the public key set (Cache-Control: public, max-age). */
+export const PUBLIC_MAX_AGE = 300;

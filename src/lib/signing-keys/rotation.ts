@@ -3,6 +3,7 @@ import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { raiseEvent } from '../notifications/outbox.js';
 import type { Database, Engine, Queryable } from '../storage/types.js';
+import { endorseKeys } from './endorsements.js';
 import { findSigningKey, getSigningKey, insertSigningKey, signingKeyMissing, type SigningKeyInfo } from './keys.js';
 
 /**
@@ -39,6 +40,8 @@ export async function rotateSigningKey(db: Database, context: OperationContext):
         if (!inserted) throw rotationConflict(previous.key_id);
         active = inserted;
       }
+      // A new key is endorsed by the keys clients already trust before anything it signs goes out.
+      await endorseKeys(db, context, tx);
       await raiseEvent(tx, 'signing_key.rotated', {
         key_id: active.key_id,
         previous_key_id: previous.key_id,
@@ -69,6 +72,7 @@ export async function prepareSigningKey(db: Database, context: OperationContext)
       if (existing) return { ...existing, created: false };
       const inserted = await insertSigningKey(tx, db, { secretKey, active: false, keyIdInFiles: true }, context, 'signing_key.prepared');
       if (!inserted) throw new Error('a freshly generated signing key collided with a stored one');
+      await endorseKeys(db, context, tx);
       return { ...inserted, created: true };
     });
   } finally {

@@ -50,6 +50,7 @@ export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, Colum
     backup_id: t, target: t, status: t, attempts: i, next_attempt_at: ts, claimed_by: t, claimed_until: ts, last_attempt_at: ts,
     last_error: t, copied_at: ts, created_at: ts,
   },
+  signing_key_endorsements: { key_id: t, signer_key_id: t, signature: by, created_at: ts },
 };
 
 /** The kind of `table.column`, or undefined for a column this release does not know. */

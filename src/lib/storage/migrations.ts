@@ -344,6 +344,26 @@ function backupCopies(t: (typeof T)['sqlite']): string[] {
   ];
 }
 
+/**
+ * Key endorsements (docs/public-keys.md, signing-keys/endorsements.ts): a key that holds its
+ * private half signs a statement over another key of the store, so that a client trusting
+ * the signer can take the other key from the public key set. A row outlives the signer's
+ * retirement (it is only a signature); no foreign key, so that the rows move with a backup
+ * whatever order the keys are in.
+ */
+function signingKeyEndorsements(t: (typeof T)['sqlite']): string[] {
+  return [
+    `CREATE TABLE signing_key_endorsements (
+      key_id TEXT NOT NULL CHECK (length(key_id) = 16),
+      signer_key_id TEXT NOT NULL CHECK (length(signer_key_id) = 16),
+      signature ${t.bytes} NOT NULL CHECK (${t.len}(signature) = 64),
+      created_at ${t.ts} NOT NULL,
+      PRIMARY KEY (key_id, signer_key_id),
+      CHECK (key_id <> signer_key_id)
+    )`,
+  ];
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -354,6 +374,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 7, name: 'notification outbox', sqlite: notificationOutbox(T.sqlite), postgres: notificationOutbox(T.postgres) },
   { version: 8, name: 'license deadlines', sqlite: LICENSE_DEADLINES, postgres: LICENSE_DEADLINES },
   { version: 9, name: 'off-site copies', sqlite: backupCopies(T.sqlite), postgres: backupCopies(T.postgres) },
+  { version: 10, name: 'key endorsements', sqlite: signingKeyEndorsements(T.sqlite), postgres: signingKeyEndorsements(T.postgres) },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
@@ -381,6 +402,7 @@ export const TABLES: ReadonlyArray<{ readonly name: string; readonly since: numb
   { name: 'notification_deliveries', since: 7 },
   { name: 'notification_marks', since: 7 },
   { name: 'backup_copies', since: 9 },
+  { name: 'signing_key_endorsements', since: 10 },
 ];
 
 // Arbitrary but fixed: every license-server process takes this advisory lock to migrate.
