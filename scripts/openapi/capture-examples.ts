@@ -26,6 +26,10 @@ async function capture(): Promise<Record<string, Record<string, unknown>>> {
     await keep('getSigningKey', 'GET', '/api/signing-key');
     await keep('listSigningKeys', 'GET', '/api/signing-keys');
     await keep('getSigningKeysJwks', 'GET', '/api/signing-keys/jwks');
+    // A prepared next key, so that the public set shows two keys endorsing each other.
+    await keep('rotateSigningKey', 'POST', '/api/signing-keys/rotate', { body: { prepare: true } });
+    await keep('getJwks', 'GET', '/.well-known/jwks.json', { token: null });
+    await keep('listPublicSigningKeys', 'GET', '/api/v1/signing-keys', { token: null });
     const customer = await keep('createCustomer', 'POST', '/api/customers', { body: { name: 'Acme GmbH', email: 'licensing@acme.example' } });
     await keep('listCustomers', 'GET', '/api/customers', { token: serve.token });
     await keep('getCustomer', 'GET', '/api/customers/00000000-0000-4000-8000-000000000000');

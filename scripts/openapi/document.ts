@@ -115,11 +115,11 @@ const operations: Operation[] = [
     answers: { 200: json(ref('RetiredKey'), 'The key, retired.') },
     errors: [404, 409, 422],
   },
-  // Public key distribution (KEYS)
+  // Public key distribution
   {
     method: 'get', path: '/.well-known/jwks.json', id: 'getJwks', tag: 'Public keys', summary: 'The key set as a JWK Set, without a token', access: 'public',
     answers: {
-      200: json(ref('JwkSet'), 'Every key that still verifies (RFC 7517); members beyond the listed ones may be added.', ['ETag', 'Cache-Control']),
+      200: json(ref('PublicJwkSet'), 'Every key that still verifies (RFC 7517), never a retired one, each with the endorsements of the other keys (docs/public-keys.md).', ['ETag', 'Cache-Control']),
       304: { description: 'Not modified (If-None-Match).', json: null, headers: ['ETag', 'Cache-Control'] },
     },
     errors: [429],
@@ -127,12 +127,12 @@ const operations: Operation[] = [
   {
     method: 'get', path: '/api/v1/signing-keys', id: 'listPublicSigningKeys', tag: 'Public keys', summary: 'The key set as PEM, without a token', access: 'public',
     answers: {
-      200: json(ref('PublicSigningKeySet'), 'Every key that still verifies.', ['ETag', 'Cache-Control']),
+      200: json(ref('PublicSigningKeySet'), 'Every key that still verifies (active, next, verify-only), never a retired one, each with its endorsements (docs/public-keys.md).', ['ETag', 'Cache-Control']),
       304: { description: 'Not modified (If-None-Match).', json: null, headers: ['ETag', 'Cache-Control'] },
     },
     errors: [429],
   },
-  // Metrics (METRICS)
+  // Metrics
   {
     method: 'get', path: '/metrics', id: 'getMetrics', tag: 'Metrics', summary: 'Prometheus metrics', access: 'admin', scope: 'metrics',
     answers: { 200: { description: 'The Prometheus text format.', content: { 'text/plain; version=0.0.4; charset=utf-8': { type: 'string' } } } },

@@ -4,6 +4,8 @@
  * added to an answer fails the suite's response check until it is documented here too.
  */
 
+import { SCOPES } from '../../src/lib/admin-tokens.js';
+
 export type Schema = Record<string, unknown>;
 
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
@@ -100,7 +102,7 @@ export const schemas: Record<string, Schema> = {
     'The one error body of the API.',
   ),
   Status: object({ status: { type: 'string', enum: ['ok', 'ready'] } }),
-  Whoami: object({ actor: string, scopes: array({ type: 'string', enum: ['read', 'licenses', 'backups', 'restore', 'admin'] }) }),
+  Whoami: object({ actor: string, scopes: array({ type: 'string', enum: [...SCOPES] }) }),
   ActiveSigningKey: object({ public_key_pem: string, key_id: signingKey.key_id }),
   SigningKey: object(signingKey),
   SigningKeySet: object({ active_key_id: nullable(signingKey.key_id), keys: array(ref('SigningKey')) }),
@@ -117,20 +119,34 @@ export const schemas: Record<string, Schema> = {
     required: ['kty', 'crv', 'x', 'kid', 'use', 'alg'],
   },
   JwkSet: object({ keys: array(ref('Jwk')) }),
-  PublicSigningKey: {
-    type: 'object',
-    properties: {
-      key_id: signingKey.key_id,
-      state: keyState,
-      algorithm: { const: 'Ed25519' },
-      public_key_pem: string,
-      fingerprint: signingKey.fingerprint,
-      created_at: time,
-      endorsements: array({ type: 'object' }),
+  Endorsement: object(
+    {
+      signer_key_id: signingKey.key_id,
+      signature: { type: 'string', pattern: '^[A-Za-z0-9_-]{86}$', description: 'Ed25519 signature (base64url, no padding) of the endorsement statement (docs/public-keys.md).' },
     },
-    required: ['key_id', 'state', 'algorithm', 'public_key_pem', 'fingerprint', 'created_at'],
-  },
-  PublicSigningKeySet: object({ keys: array(ref('PublicSigningKey')) }),
+    [],
+    'A key that verifies (signer_key_id) vouches for this key.',
+  ),
+  PublicJwk: object({
+    kty: { const: 'OKP' },
+    crv: { const: 'Ed25519' },
+    x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+    kid: string,
+    use: { const: 'sig' },
+    alg: { const: 'EdDSA' },
+    endorsements: array(ref('Endorsement')),
+  }),
+  PublicJwkSet: object({ keys: array(ref('PublicJwk')) }),
+  PublicSigningKey: object({
+    key_id: signingKey.key_id,
+    state: { type: 'string', enum: ['active', 'next', 'verify-only'] },
+    algorithm: { const: 'Ed25519' },
+    public_key_pem: string,
+    fingerprint: signingKey.fingerprint,
+    created_at: time,
+    endorsements: array(ref('Endorsement')),
+  }),
+  PublicSigningKeySet: object({ active_key_id: nullable(signingKey.key_id), keys: array(ref('PublicSigningKey')) }),
   Rotation: object({ previous: ref('SigningKey'), active: ref('SigningKey') }),
   PreparedKey: object({ next: ref('SigningKey'), created: boolean }),
   RetiredKey: object({ ...signingKey, retired_at: time, forced: boolean, signed_valid_until: nullable(time), erase_warning: nullable(string) }),

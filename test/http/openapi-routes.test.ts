@@ -4,12 +4,6 @@ import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
 import { documentedRoutes } from '../../scripts/openapi/document.js';
 import { DOCUMENT_URL, renderDocument } from '../../scripts/openapi/make.js';
 
-/**
- * Routes the document describes that land with other branches of issue 27 (METRICS, KEYS).
- * TODO(lead): delete this list at the merge; then every route is the router's.
- */
-const LANDING_WITH_OTHER_BRANCHES = ['GET /.well-known/jwks.json', 'GET /api/v1/signing-keys'];
-
 describe('docs/openapi.json', () => {
   const committed = readFileSync(DOCUMENT_URL, 'utf8');
   const document = JSON.parse(committed) as Record<string, unknown>;
@@ -22,10 +16,8 @@ describe('docs/openapi.json', () => {
     const routes = allRoutes({} as RouteDependencies).map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`);
     const documented = documentedRoutes(document);
     const undocumented = routes.filter((route) => !documented.includes(route));
-    const unserved = documented.filter((route) => !routes.includes(route) && !LANDING_WITH_OTHER_BRANCHES.includes(route));
+    const unserved = documented.filter((route) => !routes.includes(route));
     assert.deepEqual({ undocumented, unserved }, { undocumented: [], unserved: [] });
-    // The list above must not hide a route that has landed meanwhile.
-    assert.deepEqual(LANDING_WITH_OTHER_BRANCHES.filter((route) => routes.includes(route)), [], 'a route of LANDING_WITH_OTHER_BRANCHES is served now: take it off the list');
   });
 
   it('names for every admin route the scope the router asks, and marks the others public', () => {
