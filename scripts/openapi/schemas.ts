@@ -38,6 +38,15 @@ const signingKey = {
   created_at: time,
   deactivated_at: nullable(time),
 };
+/** An Ed25519 public key as RFC 8037 writes it in a JWK. */
+const jwk: Record<string, Schema> = {
+  kty: { const: 'OKP' },
+  crv: { const: 'Ed25519' },
+  x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+  kid: string,
+  use: { const: 'sig' },
+  alg: { const: 'EdDSA' },
+};
 const keyChange = object({ key_id: string, before: nullable(keyState), backup: nullable(keyState), after: nullable(keyState) });
 
 const customer = {
@@ -106,18 +115,7 @@ export const schemas: Record<string, Schema> = {
   ActiveSigningKey: object({ public_key_pem: string, key_id: signingKey.key_id }),
   SigningKey: object(signingKey),
   SigningKeySet: object({ active_key_id: nullable(signingKey.key_id), keys: array(ref('SigningKey')) }),
-  Jwk: {
-    type: 'object',
-    properties: {
-      kty: { const: 'OKP' },
-      crv: { const: 'Ed25519' },
-      x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
-      kid: string,
-      use: { const: 'sig' },
-      alg: { const: 'EdDSA' },
-    },
-    required: ['kty', 'crv', 'x', 'kid', 'use', 'alg'],
-  },
+  Jwk: { type: 'object', properties: jwk, required: Object.keys(jwk) },
   JwkSet: object({ keys: array(ref('Jwk')) }),
   Endorsement: object(
     {
@@ -127,15 +125,7 @@ export const schemas: Record<string, Schema> = {
     [],
     'A key that verifies (signer_key_id) vouches for this key.',
   ),
-  PublicJwk: object({
-    kty: { const: 'OKP' },
-    crv: { const: 'Ed25519' },
-    x: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
-    kid: string,
-    use: { const: 'sig' },
-    alg: { const: 'EdDSA' },
-    endorsements: array(ref('Endorsement')),
-  }),
+  PublicJwk: object({ ...jwk, endorsements: array(ref('Endorsement')) }),
   PublicJwkSet: object({ keys: array(ref('PublicJwk')) }),
   PublicSigningKey: object({
     key_id: signingKey.key_id,

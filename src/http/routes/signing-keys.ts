@@ -61,15 +61,11 @@ export function signingKeyRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ query, ifNoneMatch }) => {
         expectQuery(query, []);
         const { keys, endorsements } = await publicSet();
-        const described = keys.map(({ key_id, state, public_key_pem, fingerprint, created_at }) => ({
-          key_id,
-          state,
-          algorithm: 'Ed25519',
-          public_key_pem,
-          fingerprint,
-          created_at,
-          endorsements: published(endorsements.get(key_id)),
-        }));
+        // The admin description less deactivated_at, which is the operator's business.
+        const described = keys.map((key) => {
+          const { deactivated_at: _deactivated, ...shown } = describe(key);
+          return { ...shown, endorsements: published(endorsements.get(key.key_id)) };
+        });
         return cacheableJson({ active_key_id: keys.find((key) => key.state === 'active')?.key_id ?? null, keys: described }, ifNoneMatch, PUBLIC_MAX_AGE);
       },
     },
