@@ -14,7 +14,8 @@ const time: Schema = { type: 'string', format: 'date-time' };
 const uuid: Schema = { type: 'string', format: 'uuid' };
 const integer: Schema = { type: 'integer' };
 const boolean: Schema = { type: 'boolean' };
-const nullable = (schema: Schema): Schema => ({ ...schema, type: [schema.type as string, 'null'] });
+/** The schema or null; an enum must list null too, or null fails it whatever `type` says. */
+const nullable = (schema: Schema): Schema => ({ ...schema, type: [schema.type as string, 'null'], ...(Array.isArray(schema.enum) ? { enum: [...schema.enum, null] } : {}) });
 const array = (items: Schema): Schema => ({ type: 'array', items });
 
 /** A closed object: every listed property is required unless named in `optional`. */
