@@ -257,6 +257,13 @@ describe('the admin page in headless Chromium', function () {
     const created = await runCli(['token', 'create', '--name', 'auditor', '--scope', 'read', '--json'], { env: { LICENSE_DATABASE_URL: path.join(work, 'data', 'db.sqlite') } });
     assert.equal(created.code, 0, created.stderr);
     await page.getByRole('button', { name: 'Sign out' }).click();
+    // Signed out, the page keeps nothing of the last token's: no rows (and so no buttons of its
+    // scopes for the next token to see before its own lists arrive), no key set.
+    const left = await page.evaluate(() => {
+      const doc = (globalThis as unknown as { document: any }).document;
+      return { rows: doc.querySelectorAll('table tbody tr').length, pem: doc.querySelector('#pem').textContent, more: [...doc.querySelectorAll('[id^="more-"]')].filter((button: any) => !button.hidden).length };
+    });
+    assert.deepEqual(left, { rows: 0, pem: '', more: 0 });
     await page.getByLabel('Admin token').fill(created.json().token);
     await page.keyboard.press('Enter');
     await page.locator('#machine-table tr', { hasText: 'browser-machine' }).waitFor();

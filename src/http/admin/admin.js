@@ -487,8 +487,27 @@ async function show() {
   }
 }
 
+/**
+ * Drops everything the last token was shown: hidden sections would otherwise keep its rows in
+ * the page, and the next token, maybe one with fewer scopes, would see its buttons until its
+ * own lists arrive.
+ */
+function forget() {
+  for (const body of document.querySelectorAll('table tbody')) body.replaceChildren();
+  for (const more of document.querySelectorAll('[id^="more-"]')) {
+    more.hidden = true;
+    more.onclick = null;
+  }
+  $('#pem').textContent = '';
+  $('#key-set').textContent = '';
+  $('#target-backups').hidden = true;
+  $('#restore-form').hidden = true;
+  licensePrefixes.clear();
+}
+
 function signOut(message = 'Signed out.') {
   sessionStorage.removeItem(TOKEN_KEY);
+  forget();
   say(message, message !== 'Signed out.');
   show();
   $('#token').focus();
