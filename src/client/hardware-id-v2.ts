@@ -67,13 +67,16 @@ export function machineAppSpecificId(machineId: string | undefined): string | un
 /**
  * The permanent address of a network card, whatever its state: one with a `device` link
  * (a physical device; virtual interfaces have none), not on USB (a dock or dongle comes and
- * goes), from `permaddr` when the file is there, else `address` when `addr_assign_type` is 0
- * (NET_ADDR_PERM). An address set by software (types 1-3) is not the card's own.
+ * goes), not wireless, from `permaddr` when the file is there, else `address` when
+ * `addr_assign_type` is 0 (NET_ADDR_PERM). An address set by software (types 1-3) is not the
+ * card's own, and sysfs does not give the permanent one then; a Wi-Fi card's address is
+ * randomised at will (NetworkManager, iwd), so it would count before that and not after.
  */
 function permanentMac(root: string, name: string): string | undefined {
   const dir = path.join(root, 'sys/class/net', name);
   const device = resolvedUnder(root, path.join(dir, 'device'));
   if (device === undefined || device.includes('/usb')) return undefined;
+  if (exists(path.join(dir, 'wireless')) || exists(path.join(dir, 'phy80211'))) return undefined;
   const permanent = macAddress(readValue(path.join(dir, 'permaddr')));
   if (permanent) return permanent;
   return readValue(path.join(dir, 'addr_assign_type')) === '0' ? macAddress(readValue(path.join(dir, 'address'))) : undefined;
@@ -120,6 +123,16 @@ function resolvedUnder(root: string, link: string): string | undefined {
     return `/${relative.split(path.sep).join('/')}`;
   } catch {
     return undefined;
+  }
+}
+
+/** There at all, a link or not (lstat). */
+function exists(file: string): boolean {
+  try {
+    lstatSync(file);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -126,13 +126,19 @@ func MachineAppSpecificID(machineID string) (string, bool) {
 }
 
 // permanentMAC is the card's own address, whatever its state: one with a device link
-// (virtual interfaces have none), not on USB, from permaddr when the file is there, else
-// address when addr_assign_type is 0 (NET_ADDR_PERM).
+// (virtual interfaces have none), not on USB, not wireless (its address is randomised at
+// will), from permaddr when the file is there, else address when addr_assign_type is 0
+// (NET_ADDR_PERM).
 func permanentMAC(root, name string) (string, bool) {
 	dir := filepath.Join(root, "sys", "class", "net", name)
 	device, ok := resolvedUnder(root, filepath.Join(dir, "device"))
 	if !ok || strings.Contains(device, "/usb") {
 		return "", false
+	}
+	for _, marker := range []string{"wireless", "phy80211"} {
+		if _, err := os.Lstat(filepath.Join(dir, marker)); err == nil {
+			return "", false
+		}
 	}
 	if perm, ok := readValue(filepath.Join(dir, "permaddr")); ok {
 		if mac, ok := normalMAC(perm); ok {
