@@ -46,6 +46,10 @@ type Client struct {
 	// retrying is true while a reconnect attempt is under way.
 	retrying bool
 
+	// previousOnce finds previousID, the hw1- ID used before, once (previous.go).
+	previousOnce sync.Once
+	previousID   string
+
 	// flushMu makes queue flushes run one at a time.
 	flushMu sync.Mutex
 	// background counts flushes started in the background (for tests).
@@ -286,7 +290,7 @@ func (c *Client) runChain(ctx context.Context, save save, pending *[]func()) *Re
 				c.RefreshKeys(ctx)
 			}()
 		}
-		r := c.askValidate(ctx)
+		r := c.askValidate(ctx, save)
 		if refreshed != nil {
 			<-refreshed
 		}
@@ -419,10 +423,12 @@ func (c *Client) noteFailedAttempt(r reply) {
 }
 
 // askValidate is POST /api/v1/validate; answerOf reads its reply.
-func (c *Client) askValidate(ctx context.Context) reply {
-	return c.postJSON(ctx, "/api/v1/validate", map[string]string{
-		"license_key": c.cfg.licenseKey, "hardware_id": c.cfg.hardwareID, "version": c.cfg.version,
-	})
+func (c *Client) askValidate(ctx context.Context, save save) reply {
+	body := map[string]string{"license_key": c.cfg.licenseKey, "hardware_id": c.cfg.hardwareID, "version": c.cfg.version}
+	if previous := c.previousHardwareID(save); previous != "" {
+		body["previous_hardware_id"] = previous
+	}
+	return c.postJSON(ctx, "/api/v1/validate", body)
 }
 
 // answerOf reads the server's reply to a validation. It returns a result for an answer
@@ -516,7 +522,9 @@ func (c *Client) fromLicenseFile(now time.Time, failures *[]TierFailure, save sa
 		*failures = append(*failures, TierFailure{Tier: TierLicenseFile, Code: "LICENSE_FILE_UNREADABLE", Message: fmt.Sprintf("cannot read %s: %s", file, describeFsError(err))})
 		return nil, time.Time{}
 	}
-	verified, err := offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: c.cfg.hardwareID, Now: now})
+	verified, err := firstBound(c.boundIDs(save), func(id string) (*offline.VerifiedLicenseFile, error) {
+		return offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: id, Now: now})
+	})
 	if err != nil {
 		*failures = append(*failures, failureOf(TierLicenseFile, err))
 		return nil, time.Time{}
@@ -535,7 +543,7 @@ func (c *Client) fromGraceToken(now time.Time, failures *[]TierFailure) *Result 
 		*failures = append(*failures, TierFailure{Tier: TierGraceToken, Code: "NO_GRACE_TOKEN", Message: "no usable grace token is cached"})
 		return nil
 	}
-	verified, err := offline.VerifyGraceToken(cached.Token, c.keys.keySet(), offline.GraceTokenOptions{Now: now, HardwareID: c.cfg.hardwareID})
+	verified, err := c.verifyCachedGrace(cached.Token, now)
 	if err != nil {
 		*failures = append(*failures, failureOf(TierGraceToken, err))
 		return nil
@@ -548,12 +556,19 @@ func (c *Client) fromGraceToken(now time.Time, failures *[]TierFailure) *Result 
 	return c.valid(TierGraceToken, verified.Claims.Entitlements, verified.Claims.LicenseID, nil)
 }
 
+// verifyCachedGrace verifies the cached token for this machine's IDs (boundIDs).
+func (c *Client) verifyCachedGrace(token string, now time.Time) (*offline.VerifiedGraceToken, error) {
+	return firstBound(c.boundIDs(quietSave), func(id string) (*offline.VerifiedGraceToken, error) {
+		return offline.VerifyGraceToken(token, c.keys.keySet(), offline.GraceTokenOptions{Now: now, HardwareID: id})
+	})
+}
+
 func (c *Client) remainingGrace(now time.Time) time.Duration {
 	cached := c.store.readGrace()
 	if cached == nil {
 		return 0
 	}
-	verified, err := offline.VerifyGraceToken(cached.Token, c.keys.keySet(), offline.GraceTokenOptions{Now: now, HardwareID: c.cfg.hardwareID})
+	verified, err := c.verifyCachedGrace(cached.Token, now)
 	if err != nil {
 		return 0
 	}
@@ -602,7 +617,7 @@ func (c *Client) retry() {
 	c.mu.Unlock()
 	// Outside runMu: a Validate meanwhile answers from the offline tiers at once instead of
 	// waiting for this attempt, which may take RequestTimeout.
-	r := c.askValidate(context.Background())
+	r := c.askValidate(context.Background(), quietSave)
 	var pending []func()
 	func() {
 		c.runMu.Lock()

@@ -167,22 +167,24 @@ func DefaultCacheDir() (string, error) {
 type resolved struct {
 	mode Mode
 	// baseURL is "" in ModeOffline: nothing may be sent anywhere.
-	baseURL        string
-	licenseKey     string
-	version        string
-	hardwareID     string
-	requestTimeout time.Duration
-	connectTimeout time.Duration
-	enabled        bool
-	cacheDir       string
-	licenseFile    string
-	keys           offline.KeySet
-	retryInterval  time.Duration
-	maxRetry       time.Duration
-	maxAttempts    int
-	restricted     map[string]bool
-	offlineUsage   bool
-	keyRefresh     KeyRefreshConfig
+	baseURL    string
+	licenseKey string
+	version    string
+	hardwareID string
+	// hardwareIDDerived is true when the ID was derived (Config.HardwareID was "").
+	hardwareIDDerived bool
+	requestTimeout    time.Duration
+	connectTimeout    time.Duration
+	enabled           bool
+	cacheDir          string
+	licenseFile       string
+	keys              offline.KeySet
+	retryInterval     time.Duration
+	maxRetry          time.Duration
+	maxAttempts       int
+	restricted        map[string]bool
+	offlineUsage      bool
+	keyRefresh        KeyRefreshConfig
 }
 
 const jsSpaceClass = `\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}`
@@ -328,23 +330,24 @@ func resolve(cfg *Config) (*resolved, error) {
 		baseURL = ""
 	}
 	return &resolved{
-		mode:           mode,
-		baseURL:        baseURL,
-		licenseKey:     licenseKey,
-		version:        cfg.Version,
-		hardwareID:     hardwareID,
-		requestTimeout: timeout,
-		connectTimeout: connectTimeout,
-		enabled:        o.Enabled,
-		cacheDir:       cacheDir,
-		licenseFile:    o.LicenseFile,
-		keys:           keys,
-		retryInterval:  retry,
-		maxRetry:       maxRetry,
-		maxAttempts:    o.MaxRetryAttempts,
-		restricted:     restricted,
-		offlineUsage:   o.AllowOfflineUsageReporting,
-		keyRefresh:     keyRefresh,
+		mode:              mode,
+		baseURL:           baseURL,
+		licenseKey:        licenseKey,
+		version:           cfg.Version,
+		hardwareID:        hardwareID,
+		hardwareIDDerived: cfg.HardwareID == "",
+		requestTimeout:    timeout,
+		connectTimeout:    connectTimeout,
+		enabled:           o.Enabled,
+		cacheDir:          cacheDir,
+		licenseFile:       o.LicenseFile,
+		keys:              keys,
+		retryInterval:     retry,
+		maxRetry:          maxRetry,
+		maxAttempts:       o.MaxRetryAttempts,
+		restricted:        restricted,
+		offlineUsage:      o.AllowOfflineUsageReporting,
+		keyRefresh:        keyRefresh,
 	}, nil
 }
 

@@ -18,8 +18,8 @@ import (
 )
 
 // The cache directory (docs/client.md "The cache directory"): one 0700 directory per
-// license key under CacheDir, with grace.json, clock.json, revoked.json, queue/ and
-// rejected/, in the same layout and JSON as the Node client's. Every file is written
+// license key under CacheDir, with grace.json, clock.json, revoked.json, keys.json,
+// hardware-id.json (previous.go), queue/ and rejected/, in the same layout and JSON as the Node client's. Every file is written
 // whole (.partial, fsync, rename, fsync of the directory) and is 0600. Writes return a
 // *cacheWriteError; reads never fail.
 

@@ -409,7 +409,19 @@ export const requests = {
   validateBackup: object({ target: string }, ['target']),
   restore: object({ confirm: string, keep_revocations: boolean, force: boolean, dry_run: boolean, target: string }, ['confirm', 'keep_revocations', 'force', 'dry_run', 'target']),
   copy: object({ to: { ...array(string), minItems: 1 } }, ['to']),
-  validate: object({ license_key: string, hardware_id: string, version: string, machine_name: { type: 'string', minLength: 1, maxLength: 200 } }, ['machine_name']),
+  validate: object(
+    {
+      license_key: string,
+      hardware_id: string,
+      version: string,
+      machine_name: { type: 'string', minLength: 1, maxLength: 200 },
+      previous_hardware_id: {
+        type: 'string',
+        description: 'The `hw1-` ID this machine used before it derived its `hw2-` `hardware_id`: the machine recorded with it moves to the new ID (same seat, audited as `machine.migrated`). Ignored unless it begins with `hw1-`, `hardware_id` begins with `hw2-`, the license has no machine with `hardware_id` yet and an active machine with this ID.',
+      },
+    },
+    ['machine_name', 'previous_hardware_id'],
+  ),
   usage: object({
     license_key: string,
     hardware_id: string,

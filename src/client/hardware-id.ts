@@ -1,9 +1,27 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpus, hostname, networkInterfaces, platform } from 'node:os';
+import { deriveHardwareIdV2 } from './hardware-id-v2.js';
+
+/** The derivations a client can use: `hw2` (the default) and the former `hw1`. */
+export type HardwareIdScheme = 'hw1' | 'hw2';
 
 /**
- * A hardware ID derived from stable machine attributes (docs/client.md, "Hardware ID"):
+ * This machine's hardware ID (docs/client.md, "Hardware ID"): `hw2-` on Linux, where its
+ * sources hold still whatever the network does; `hw1-` elsewhere, and on a Linux system
+ * where no hw2 source can be read. `hw1` asks for the former derivation, as a client of an
+ * older version derived it.
+ */
+export function deriveHardwareId(scheme: HardwareIdScheme = 'hw2'): string {
+  if (scheme === 'hw2' && platform() === 'linux') {
+    const id = deriveHardwareIdV2('/');
+    if (id !== undefined) return id;
+  }
+  return deriveHardwareIdV1();
+}
+
+/**
+ * The `hw1-` hardware ID, derived from stable machine attributes (docs/client.md, "Hardware ID"):
  * the OS machine id, the CPU model, the MAC addresses of physical interfaces, and disk
  * serial numbers where readable. Only a SHA-256 of them leaves this function, never the
  * raw values. The same machine gives the same ID across restarts; containers, VMs and a
@@ -12,7 +30,7 @@ import { cpus, hostname, networkInterfaces, platform } from 'node:os';
  * an interface that goes down or loses its link or address changes the ID (documented;
  * kept, since counting it would change the ID of every machine with an unused port).
  */
-export function deriveHardwareId(sources: HardwareSources = systemSources): string {
+export function deriveHardwareIdV1(sources: HardwareSources = systemSources): string {
   const attributes = collectAttributes(sources);
   const digest = createHash('sha256').update(`license-server/hardware-id/v1\n${attributes.join('\n')}`, 'utf8').digest('hex');
   return `hw1-${digest.slice(0, 40)}`;

@@ -11,6 +11,7 @@ export type { KeyRefreshResult } from './key-refresh.js';
 export { acceptOfferedKeys, endorsementStatement, verifyEndorsement } from '../lib/crypto/key-endorsement.js';
 export type { AllowedKey, Endorsement, OfferedKey } from '../lib/crypto/key-endorsement.js';
 export { deriveHardwareId } from './hardware-id.js';
+export type { HardwareIdScheme } from './hardware-id.js';
 export { verifyLicenseFile } from '../lib/offline/verify.js';
 export { verifyGraceToken } from '../lib/licensing/grace-token.js';
 export { publicKeyFromPem } from '../lib/crypto/ed25519-pem.js';

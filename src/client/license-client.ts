@@ -10,6 +10,7 @@ import { unsealDecryptionKey } from '../lib/offline/binding.js';
 import type { LicenseFileEntitlement } from '../lib/offline/format.js';
 import { verifyLicenseFile } from '../lib/offline/verify.js';
 import { deriveHardwareId } from './hardware-id.js';
+import { findPreviousHardwareId } from './previous-hardware-id.js';
 import { KeyRing, type KeyRefreshResult } from './key-refresh.js';
 import { LicenseClientConfigError, resolveOptions, systemClock, type Clock, type LicenseClientOptions, type ResolvedOptions } from './options.js';
 import { CacheWriteError, ClientStore, type QueuedUsage, type Verdict } from './store.js';
@@ -89,6 +90,9 @@ export class LicenseClientError extends Error {
  */
 export class LicenseClient {
   readonly hardwareId: string;
+  private readonly hardwareIdDerived: boolean;
+  /** The hw1 ID this machine used before, found once (previous-hardware-id.ts). */
+  private previousId: Promise<string | undefined> | undefined;
   private readonly options: ResolvedOptions;
   private readonly callbacks: Pick<LicenseClientOptions, 'onOfflineModeEnter' | 'onOfflineModeExit' | 'onGracePeriodExpired'>;
   private readonly clock: Clock;
@@ -112,6 +116,7 @@ export class LicenseClient {
   constructor(options: LicenseClientOptions) {
     this.options = resolveOptions(options);
     this.hardwareId = this.options.hardwareId ?? derivedHardwareId();
+    this.hardwareIdDerived = this.options.hardwareId === undefined;
     this.callbacks = options;
     this.clock = options.clock ?? systemClock;
     this.store = new ClientStore(this.options.offline.cacheDir, this.options.licenseKey);
@@ -132,6 +137,32 @@ export class LicenseClient {
    */
   private keySet(): Promise<KeySet> {
     return this.keyRing.keySet();
+  }
+
+  /**
+   * The `hw1-` ID this machine used before it derived its `hw2-` one, or undefined: sent as
+   * `previous_hardware_id` so that the server moves its machine record (and seat) to the new
+   * ID, and accepted in a `.lic` file or grace token bound to it (docs/client.md, "Moving
+   * from hw1 to hw2").
+   */
+  private previousHardwareId(save: Save = quietSave): Promise<string | undefined> {
+    this.previousId ??= findPreviousHardwareId(
+      {
+        hardwareId: this.hardwareId,
+        derived: this.hardwareIdDerived,
+        store: this.store,
+        offlineEnabled: this.options.offline.enabled,
+        licenseFile: this.options.offline.licenseFile,
+      },
+      save,
+    ).catch(() => undefined);
+    return this.previousId;
+  }
+
+  /** The IDs a file or token of this machine may be bound to: the one in use, then the previous one. */
+  private async boundIds(save: Save = quietSave): Promise<string[]> {
+    const previous = await this.previousHardwareId(save);
+    return previous === undefined ? [this.hardwareId] : [this.hardwareId, previous];
   }
 
   /**
@@ -321,9 +352,15 @@ export class LicenseClient {
   }
 
   private async validateOnline(save: Save, refreshing?: Promise<unknown>): Promise<{ kind: 'result'; result: ValidationResult } | { kind: 'unreachable'; reason: string; timedOut?: true }> {
+    const previous = await this.previousHardwareId(save);
     const reply = await postJson(
       `${this.options.baseUrl}/api/v1/validate`,
-      { license_key: this.options.licenseKey, hardware_id: this.hardwareId, version: this.options.version },
+      {
+        license_key: this.options.licenseKey,
+        hardware_id: this.hardwareId,
+        version: this.options.version,
+        ...(previous === undefined ? {} : { previous_hardware_id: previous }),
+      },
       this.options,
     );
     if (reply.kind === 'unreachable') return reply;
@@ -414,7 +451,8 @@ export class LicenseClient {
       return undefined;
     }
     try {
-      const verified = verifyLicenseFile(bytes, { publicKey: await this.keySet(), hardwareId: this.hardwareId, now });
+      const publicKey = await this.keySet();
+      const verified = await firstBound(await this.boundIds(save), (hardwareId) => verifyLicenseFile(bytes, { publicKey, hardwareId, now }));
       if (verified.payload.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'license-file', code: 'LICENSE_FILE_MISMATCH', message: 'the license file is for another license key' });
         return undefined;
@@ -437,7 +475,8 @@ export class LicenseClient {
       return undefined;
     }
     try {
-      const { claims } = verifyGraceToken(cached.token, await this.keySet(), { now, hardwareId: this.hardwareId });
+      const keys = await this.keySet();
+      const { claims } = await firstBound(await this.boundIds(), (hardwareId) => verifyGraceToken(cached.token, keys, { now, hardwareId }));
       if (claims.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'grace-token', code: 'GRACE_TOKEN_MISMATCH', message: 'the cached grace token is for another license key' });
         return undefined;
@@ -454,7 +493,8 @@ export class LicenseClient {
     const cached = await this.store.readGrace();
     if (!cached) return 0;
     try {
-      const { claims } = verifyGraceToken(cached.token, await this.keySet(), { now, hardwareId: this.hardwareId });
+      const keys = await this.keySet();
+      const { claims } = await firstBound(await this.boundIds(), (hardwareId) => verifyGraceToken(cached.token, keys, { now, hardwareId }));
       return Math.max(0, claims.exp * 1000 - now.getTime());
     } catch {
       return 0;
@@ -602,6 +642,24 @@ export class LicenseClient {
       hasEntitlement: () => false,
     };
   }
+}
+
+/** A cache write whose failure nobody reads: the next validation's warnings will show it. */
+const quietSave: Save = (write) => write().then(() => true, () => false);
+
+/**
+ * The first check that passes for one of the IDs, in order; a HARDWARE_MISMATCH for one
+ * tries the next, any other failure (and the last ID's) is thrown.
+ */
+async function firstBound<T>(ids: readonly string[], check: (hardwareId: string) => T): Promise<T> {
+  for (const [i, id] of ids.entries()) {
+    try {
+      return check(id);
+    } catch (error) {
+      if (i === ids.length - 1 || !isLicenseServerError(error) || error.code !== 'HARDWARE_MISMATCH') throw error;
+    }
+  }
+  throw new Error('no hardware ID to check');
 }
 
 /** The `kid` of a JWS's protected header, or undefined. */

@@ -21,6 +21,15 @@ export interface Verdict {
   readonly server_time: string;
 }
 
+/**
+ * hardware-id.json: the hardware ID this client used last, and the `hw1-` ID it used before
+ * it derived `hw2-` ones (docs/client.md, "Moving from hw1 to hw2").
+ */
+export interface HardwareIdRecord {
+  readonly hardware_id: string;
+  readonly previous_hardware_id?: string;
+}
+
 /** What clock.json says: a time, nothing (never written, or deleted), or something unreadable. */
 export type ClockRecord =
   | { readonly kind: 'trusted'; readonly latest: number; readonly revoked?: Verdict }
@@ -38,7 +47,8 @@ export interface QueuedUsage {
  * What the client keeps on disk, in a 0700 directory per license key under cacheDir:
  * `grace.json` (the last grace token and its entitlements), `clock.json` (the latest
  * trusted time seen, and a copy of a revocation), `revoked.json` (the server's last
- * authoritative "not valid"), `keys.json` (signing keys a key refresh accepted), `queue/` (usage reports waiting for the server, one file each)
+ * authoritative "not valid"), `keys.json` (signing keys a key refresh accepted),
+ * `hardware-id.json` (the ID in use and the `hw1-` one used before), `queue/` (usage reports waiting for the server, one file each)
  * and `rejected/`. Every file is written whole or not at all (write .partial, fsync, rename,
  * fsync dir), readable by the user only. Writes throw CacheWriteError; reads never throw.
  */
@@ -109,6 +119,18 @@ export class ClientStore {
   /** The keys the last refresh accepted, with their endorsements, and when it was made (docs/client.md, "Key refresh"). */
   writeKeys(record: { readonly fetched_at: string; readonly keys: readonly unknown[] }): Promise<void> {
     return this.writeJson('keys.json', record);
+  }
+
+  /** hardware-id.json, or undefined when absent or unreadable. */
+  async readHardwareIds(): Promise<HardwareIdRecord | undefined> {
+    const read = await this.readJson('hardware-id.json');
+    if (read.kind !== 'object' || typeof read.value.hardware_id !== 'string') return undefined;
+    const previous = read.value.previous_hardware_id;
+    return { hardware_id: read.value.hardware_id, ...(typeof previous === 'string' ? { previous_hardware_id: previous } : {}) };
+  }
+
+  writeHardwareIds(record: HardwareIdRecord): Promise<void> {
+    return this.writeJson('hardware-id.json', record);
   }
 
   /** Whether a file is there at all, readable or not. */

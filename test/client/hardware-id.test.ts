@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { collectAttributes, deriveHardwareId, systemSources, type HardwareSources } from '../../src/client/hardware-id.js';
+import { collectAttributes, deriveHardwareIdV1, systemSources, type HardwareSources } from '../../src/client/hardware-id.js';
 
 function sources(overrides: Partial<HardwareSources> = {}): HardwareSources {
   const files: Record<string, string> = {
@@ -37,23 +37,23 @@ describe('hardware ID', () => {
   });
 
   it('is a hash: stable for the same machine, different for another, never the raw values', () => {
-    const id = deriveHardwareId(sources());
+    const id = deriveHardwareIdV1(sources());
     assert.match(id, /^hw1-[0-9a-f]{40}$/);
-    assert.equal(deriveHardwareId(sources()), id);
-    assert.notEqual(deriveHardwareId(sources({ cpuModel: () => 'AMD EPYC 7763' })), id);
+    assert.equal(deriveHardwareIdV1(sources()), id);
+    assert.notEqual(deriveHardwareIdV1(sources({ cpuModel: () => 'AMD EPYC 7763' })), id);
     for (const raw of ['4f1c9e2a', 'WD-WCC4N', '3c:7c:3f']) assert.ok(!id.includes(raw));
   });
 
   it('does not change when a container or VPN interface comes and goes', () => {
     const base = sources();
     const withVpn = sources({ interfaces: () => [...base.interfaces(), { name: 'tun0', mac: '00:ff:11:22:33:44', internal: false }] });
-    assert.equal(deriveHardwareId(withVpn), deriveHardwareId(base));
+    assert.equal(deriveHardwareIdV1(withVpn), deriveHardwareIdV1(base));
   });
 
   it('changes when a physical interface stops being listed (down, no link, no address), as docs/client.md says', () => {
     const base = sources();
     const withoutEth0 = sources({ interfaces: () => base.interfaces().filter(({ name }) => name !== 'eth0') });
-    assert.notEqual(deriveHardwareId(withoutEth0), deriveHardwareId(base));
+    assert.notEqual(deriveHardwareIdV1(withoutEth0), deriveHardwareIdV1(base));
     assert.ok(!collectAttributes(withoutEth0).some((line) => line.startsWith('mac=')));
     // What the system source lists is what os.networkInterfaces() lists, and nothing else.
     const listed = [...new Set(systemSources.interfaces().map(({ name }) => name))].sort();
@@ -69,6 +69,6 @@ describe('hardware ID', () => {
   });
 
   it('is the same on this machine across calls', () => {
-    assert.equal(deriveHardwareId(), deriveHardwareId());
+    assert.equal(deriveHardwareIdV1(), deriveHardwareIdV1());
   });
 });

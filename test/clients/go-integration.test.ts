@@ -173,7 +173,7 @@ describe('the Go client against a real serve process (examples/go)', function ()
     assert.equal(go.code, 1);
     assert.equal(node.code, 1);
     const derived = deriveHardwareId();
-    assert.match(derived, /^hw1-[0-9a-f]{40}$/);
+    assert.match(derived, /^hw2-[0-9a-f]{64}$/);
     assert.match(go.stdout, new RegExp(`^hardware ID: ${derived}$`, 'm'), 'the same derivation as the Node client on this machine');
     assert.match(go.stdout, /^offline mode: 0\.0 h of grace left$/m);
     // The .lic is bound to test-machine, and there is no grace token in a fresh cache.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { deriveHardwareId } from '../../src/client/hardware-id.js';
+import { deriveHardwareId, deriveHardwareIdV1 } from '../../src/client/hardware-id.js';
 
 const moduleDir = fileURLToPath(new URL('../../clients/go/', import.meta.url));
 // Go from Debian's golang-go, the standard library only: nothing may be downloaded.
@@ -31,16 +31,28 @@ describe('the Go client (clients/go)', function () {
     assert.doesNotMatch(result.stdout, /^(FAIL|---\s*FAIL)/m);
   });
 
-  it('lists the network interfaces os.networkInterfaces() lists on this machine, and derives the same hardware ID', () => {
+  it('lists the network interfaces os.networkInterfaces() lists on this machine, and derives the same hw1 ID', () => {
     const names = Object.keys(networkInterfaces()).sort().join(',');
     // The CPU model is read alike on x86-64 Linux only (clients/go/README.md).
     const sameSources = process.platform === 'linux' && process.arch === 'x64';
     const result = spawnSync('go', ['test', '-count=1', '-run', '^TestSameInterfacesAndIDAsNodeOnThisMachine$', '-v', './hardwareid/'], {
       cwd: moduleDir,
-      env: { ...env, LICENSE_NODE_INTERFACES: names, LICENSE_NODE_HARDWARE_ID: sameSources ? deriveHardwareId() : '' },
+      env: { ...env, LICENSE_NODE_INTERFACES: names, LICENSE_NODE_HARDWARE_ID: sameSources ? deriveHardwareIdV1() : '' },
       encoding: 'utf8',
     });
     assert.equal(result.status, 0, `${result.stdout}\n${result.stderr}`);
     assert.match(result.stdout, /^--- PASS: TestSameInterfacesAndIDAsNodeOnThisMachine/m);
+  });
+
+  it('derives the same default (hw2-) hardware ID as the Node client on this machine', () => {
+    const node = deriveHardwareId();
+    const result = spawnSync('go', ['test', '-count=1', '-run', '^TestSameV2IDAsNodeOnThisMachine$', '-v', './hardwareid/'], {
+      cwd: moduleDir,
+      env: { ...env, LICENSE_NODE_HARDWARE_ID_V2: node },
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stdout, /^--- PASS: TestSameV2IDAsNodeOnThisMachine/m);
+    if (process.platform === 'linux') assert.match(node, /^hw2-[0-9a-f]{64}$/);
   });
 });

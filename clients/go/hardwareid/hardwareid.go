@@ -1,5 +1,11 @@
 // Package hardwareid derives this machine's hardware ID the way the Node client does
-// (src/client/hardware-id.ts, docs/client.md "Hardware ID"): "hw1-" and the first 40 hex
+// (src/client/hardware-id.ts and hardware-id-v2.ts, docs/client.md "Hardware ID").
+//
+// Derive gives "hw2-" on Linux (v2.go: the application-specific machine id, the DMI
+// product UUID, the permanent MAC addresses of the network cards whatever their state,
+// fixed disks' serials), and "hw1-" elsewhere or where no hw2 source can be read.
+//
+// DeriveV1 is the former derivation: "hw1-" and the first 40 hex
 // digits of SHA-256 over "license-server/hardware-id/v1", a line feed, and these
 // attributes, sorted, one per line, where readable:
 //
@@ -58,11 +64,15 @@ type Sources struct {
 	Platform func() string
 }
 
-// Derive returns this machine's hardware ID. It fails only when the network interfaces
-// cannot be listed.
-func Derive() (string, error) { return DeriveFrom(SystemSources()) }
+// Derive returns this machine's hardware ID, hw2 where it can be derived (DeriveScheme).
+// It fails only when it falls back to hw1 and the network interfaces cannot be listed.
+func Derive() (string, error) { return DeriveScheme(HW2) }
 
-// DeriveFrom returns the hardware ID of the attributes the sources give.
+// DeriveV1 returns this machine's "hw1-" ID. It fails only when the network interfaces
+// cannot be listed.
+func DeriveV1() (string, error) { return DeriveFrom(SystemSources()) }
+
+// DeriveFrom returns the "hw1-" hardware ID of the attributes the sources give.
 func DeriveFrom(s Sources) (string, error) {
 	attributes, err := CollectAttributes(s)
 	if err != nil {

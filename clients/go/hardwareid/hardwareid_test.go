@@ -110,11 +110,11 @@ func TestVirtualInterfacesDoNotCount(t *testing.T) {
 }
 
 func TestThisMachine(t *testing.T) {
-	a, err := Derive()
+	a, err := DeriveV1()
 	if err != nil {
 		t.Skipf("no hardware ID on this machine: %v", err)
 	}
-	b, _ := Derive()
+	b, _ := DeriveV1()
 	if a != b || !strings.HasPrefix(a, "hw1-") {
 		t.Fatal(a, b)
 	}
@@ -157,7 +157,7 @@ func TestSameInterfacesAndIDAsNodeOnThisMachine(t *testing.T) {
 		t.Fatalf("Go lists %q, Node lists %q", strings.Join(got, ","), names)
 	}
 	if want := os.Getenv("LICENSE_NODE_HARDWARE_ID"); want != "" {
-		if id, err := Derive(); err != nil || id != want {
+		if id, err := DeriveV1(); err != nil || id != want {
 			t.Fatalf("Go derives %s (%v), Node %s", id, err, want)
 		}
 	}

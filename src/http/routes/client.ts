@@ -15,7 +15,7 @@ export function clientRoutes(deps: RouteDependencies): Route[] {
       access: 'client',
       handle: async ({ body, actor }) => {
         try {
-          expectFields(body, ['license_key', 'hardware_id', 'version'], ['machine_name']);
+          expectFields(body, ['license_key', 'hardware_id', 'version'], ['machine_name', 'previous_hardware_id']);
           const answer = await validateOnline(deps.db, body as never, {
             actor,
             clock,

@@ -167,6 +167,45 @@ export async function admitMachine(
 }
 
 /**
+ * A machine that changed how it derives its hardware ID keeps its record and its seat
+ * (docs/client.md, "Moving from hw1 to hw2"): the row of `previousHardwareId` takes the new
+ * ID, audited as `machine.migrated`. Only from a `hw1-` ID to a `hw2-` one, only an active
+ * machine, and only when the license has no machine with the new ID; anything else leaves
+ * the machines as they are. Under the license's lock, and the new ID is looked up again
+ * under it, so two validations at once move the record once. Returns the row of the new ID
+ * when there is one now (moved, or recorded meanwhile by another validation).
+ */
+export async function migrateMachine(
+  tx: Queryable,
+  engine: Engine,
+  licenseId: string,
+  ids: { readonly hardwareId: string; readonly previousHardwareId: string },
+  context: OperationContext,
+): Promise<Row | undefined> {
+  const { hardwareId, previousHardwareId } = ids;
+  if (!previousHardwareId.startsWith('hw1-') || !hardwareId.startsWith('hw2-')) return undefined;
+  await lockLicense(tx, engine, licenseId);
+  const current = await findMachineRow(tx, licenseId, hardwareId);
+  if (current) return current;
+  const previous = await findMachineRow(tx, licenseId, previousHardwareId);
+  if (!previous || !asBool(previous.active)) return undefined;
+  const moved = await tx.execute('UPDATE machines SET hardware_id = ? WHERE id = ? AND hardware_id = ? AND active = ?', [
+    hardwareId,
+    String(previous.id),
+    previousHardwareId,
+    true,
+  ]);
+  if (moved !== 1) return undefined;
+  await recordAudit(tx, context, {
+    action: 'machine.migrated',
+    entityType: 'machine',
+    entityId: String(previous.id),
+    details: { license_id: licenseId, hardware_id: hardwareId, previous_hardware_id: previousHardwareId },
+  });
+  return getMachineRow(tx, String(previous.id));
+}
+
+/**
  * How long past now a machine must hold its seat for a validation to renew its lease
  * without the lock. The check runs at the time the transaction began; an admission under
  * the lock that began later, after the seat had run out, counts it free. This margin keeps

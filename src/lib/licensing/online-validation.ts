@@ -4,7 +4,7 @@ import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { encodeGraceToken } from './grace-token.js';
 import { getLicense, getLicenseWithMachine, type License } from './licenses.js';
 import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
-import { admitMachine, releaseLease } from './machines.js';
+import { admitMachine, migrateMachine, releaseLease } from './machines.js';
 import { noteMachineRefusal, type MachineRefusal } from '../notifications/machine-refusals.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
 import { getSigner } from '../signing-keys/signer.js';
@@ -57,6 +57,11 @@ export interface ValidationRequest {
   readonly version: unknown;
   /** Optional: a name for the machine, shown in `machine list`. */
   readonly machine_name?: unknown;
+  /**
+   * Optional: the `hw1-` ID this machine used before it derived `hardware_id` (`hw2-`): its
+   * machine record, and so its seat, moves to the new ID (migrateMachine).
+   */
+  readonly previous_hardware_id?: unknown;
 }
 
 /**
@@ -67,6 +72,7 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
   const hardwareId = parseHardwareId(request.hardware_id);
   const version = parseVersion(request.version);
   const machineName = request.machine_name === undefined ? undefined : parseMachineName(request.machine_name);
+  const previousHardwareId = request.previous_hardware_id === undefined ? undefined : parseHardwareId(request.previous_hardware_id, 'previous_hardware_id');
   if (typeof request.license_key !== 'string') {
     throw new LicenseServerError('INVALID_INPUT', 'license_key must be a string');
   }
@@ -86,6 +92,10 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
     if (unusable) {
       probe.decryptionKey?.fill(0);
       return { refusal: unusable };
+    }
+    // A machine that moved from hw1 to hw2 keeps its record and seat (docs/client.md).
+    if (!probe.row && previousHardwareId !== undefined && previousHardwareId !== hardwareId) {
+      probe.row = await migrateMachine(tx, db.engine, license.id, { hardwareId, previousHardwareId }, context);
     }
     const admission = await admitMachine(tx, db.engine, license, {
       hardwareId,

@@ -104,21 +104,21 @@ export function unsealDecryptionKey(encryptedKey: string, hardwareId: string, li
  * A string longer than 256 UTF-16 code units is not refused before normalising: NFC can
  * shorten it ("u" U+0308 U+0304 is three code units, its NFC U+01D6 two bytes).
  */
-export function parseHardwareId(value: unknown): string {
+export function parseHardwareId(value: unknown, field = 'hardware_id'): string {
   if (typeof value !== 'string') {
-    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be a string, got ${value === null ? 'null' : typeof value}`);
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `${field} must be a string, got ${value === null ? 'null' : typeof value}`);
   }
-  if (value.length === 0) throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not be empty');
+  if (value.length === 0) throw new LicenseServerError('INVALID_HARDWARE_ID', `${field} must not be empty`);
   if (/[\u0000-\u001f\u007f-\u009f]/.test(value)) {
-    throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must not contain control characters');
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `${field} must not contain control characters`);
   }
   if (hasLoneSurrogate(value)) {
-    throw new LicenseServerError('INVALID_HARDWARE_ID', 'hardware_id must be well-formed Unicode text');
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `${field} must be well-formed Unicode text`);
   }
   const normalised = value.normalize('NFC');
   const bytes = Buffer.byteLength(normalised, 'utf8');
   if (bytes > MAX_HARDWARE_ID_LENGTH) {
-    throw new LicenseServerError('INVALID_HARDWARE_ID', `hardware_id must be at most ${MAX_HARDWARE_ID_LENGTH} bytes of UTF-8, got ${bytes}`);
+    throw new LicenseServerError('INVALID_HARDWARE_ID', `${field} must be at most ${MAX_HARDWARE_ID_LENGTH} bytes of UTF-8, got ${bytes}`);
   }
   return normalised;
 }
