@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { LicenseServerError } from '../errors.js';
 import { normalizeLicenseKey } from '../licensing/license-key.js';
+import { hasLoneSurrogate } from '../validate.js';
 import { parseHardwareId } from './binding.js';
 
 /**
@@ -107,14 +108,9 @@ function malformed(reason: string): never {
  * its form. Throws ACTIVATION_REQUEST_MALFORMED naming the first problem.
  */
 export function decodeActivationRequest(input: string | Uint8Array): ActivationRequest {
-  let text: string;
-  if (typeof input === 'string') {
-    text = input;
-  } else {
-    for (const byte of input) if (byte > 0x7e) malformed('it holds bytes that are not ASCII');
-    text = Buffer.from(input).toString('latin1');
-  }
-  if (text.trim() === '') malformed('it is empty');
+  // Bytes are read one character each: any byte above 0x7E is then refused below.
+  const text = typeof input === 'string' ? input : Buffer.from(input).toString('latin1');
+  if (text.replace(ASCII_WHITESPACE, '') === '') malformed('it is empty');
   // eslint-disable-next-line no-control-regex
   if (/[^\t\n\f\r\x20-\x7e]/.test(text)) malformed('it holds characters that are not printable ASCII');
   const trimmed = text.replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '');
@@ -161,7 +157,7 @@ function checkRequest(object: Record<string, unknown>): ActivationRequest {
   }
   const text = (name: string, max: number): string => {
     const value = object[name];
-    if (typeof value !== 'string' || value.length > max || CONTROL.test(value)) {
+    if (typeof value !== 'string' || value.length > max || CONTROL.test(value) || hasLoneSurrogate(value)) {
       malformed(`"${name}" must be a string of at most ${max} UTF-16 code units without control characters`);
     }
     return value;
