@@ -217,15 +217,14 @@ func (c *Client) InstallLicenseFile(file []byte, pending *PendingActivationReque
 	if err := writeFileDurably(c.cfg.licenseFile, file, true); err != nil {
 		return nil, clientError("LICENSE_FILE_NOT_WRITTEN", "%s", err.Error())
 	}
-	if answersPending {
+	// The application that kept the pending request keeps its key pair too: nothing goes to the cache.
+	if answersPending && pending == nil {
 		kept := machineKeyRecord{RequestNonce: record.Nonce, MachineKey: record.MachineKey, PrivateKey: record.PrivateKey, HardwareID: record.HardwareID, InstalledAt: isoMillis(now)}
 		if err := c.store.writeJSON("machine-key.json", kept); err != nil {
 			return nil, clientError("CACHE_NOT_WRITTEN", "the file is installed, but the machine key of its request was not kept: %s", err.Error())
 		}
-		if pending == nil {
-			if err := c.store.delete("pending-request.json"); err != nil {
-				return nil, clientError("CACHE_NOT_WRITTEN", "the file is installed, but the pending request was not forgotten: %s", err.Error())
-			}
+		if err := c.store.delete("pending-request.json"); err != nil {
+			return nil, clientError("CACHE_NOT_WRITTEN", "the file is installed, but the pending request was not forgotten: %s", err.Error())
 		}
 	}
 	return &InstallResult{File: c.cfg.licenseFile, LicenseID: payload.LicenseID, ValidUntil: payload.ValidUntil, HardwareID: payload.HardwareID, RequestNonce: nonce}, nil

@@ -170,7 +170,8 @@ export async function installLicenseFile(context: ActivationContext, file: strin
   } catch (error) {
     throw new LicenseClientError('LICENSE_FILE_NOT_WRITTEN', error instanceof Error ? error.message : String(error));
   }
-  if (answersPending && pending) {
+  // The application that kept the pending request keeps its key pair too: nothing goes to the cache.
+  if (answersPending && pending && !options.pending) {
     await cacheWrite(() => context.store.writeMachineKey({
       request_nonce: pending.nonce,
       machine_key: pending.machine_key,
@@ -178,7 +179,7 @@ export async function installLicenseFile(context: ActivationContext, file: strin
       hardware_id: pending.hardware_id,
       installed_at: now.toISOString(),
     }), 'the file is installed, but the machine key of its request was not kept');
-    if (!options.pending) await cacheWrite(() => context.store.deletePendingRequest(), 'the file is installed, but the pending request was not forgotten');
+    await cacheWrite(() => context.store.deletePendingRequest(), 'the file is installed, but the pending request was not forgotten');
   }
   return { file: target, licenseId: payload.license_id, validUntil: payload.valid_until, hardwareId: payload.hardware_id, requestNonce: nonce! };
 }

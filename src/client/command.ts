@@ -74,7 +74,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   }
 }
 
-type Values = { [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean : string };
+type Values = { readonly [K in keyof typeof OPTIONS]?: (typeof OPTIONS)[K]['type'] extends 'boolean' ? boolean | undefined : string | undefined };
 
 async function request(values: Values, rest: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   if (rest.length > 0) throw new UsageError(`request takes no arguments, got "${rest[0]}"`);

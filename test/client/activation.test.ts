@@ -126,6 +126,22 @@ forEachEngine('activation by request file, Node client and license checkout --re
     other.close();
   });
 
+  it('keep: "return": nothing in the cache; the application hands the pending request to installLicenseFile', async function () {
+    this.timeout(60_000);
+    const cacheDir = file('cache-app');
+    const client = machine('hw2-bench', cacheDir);
+    const { text, request, pending } = await client.createActivationRequest({ keep: 'return' });
+    assert.deepEqual([pending?.nonce, pending?.hardwareId, pending?.machineKey], [request.nonce, 'hw2-bench', request.machine_key]);
+    assert.equal(existsSync(cacheDir), false, 'nothing written');
+    const lic = readFileSync(await checkout(text, 'usb-app'));
+    await assert.rejects(client.installLicenseFile(lic), wrongRequest(/no activation request is pending on this machine$/));
+    const installed = await client.installLicenseFile(lic, { pending: pending! });
+    assert.equal(installed.requestNonce, request.nonce);
+    assert.equal(existsSync(cacheDir), false, 'the application keeps the key pair: still nothing in the cache');
+    await assert.rejects(client.installLicenseFile(lic, { pending: { ...pending!, nonce: 'x' } }), /pending must be the `pending` of createActivationRequest/);
+    client.close();
+  });
+
   it('the package\'s command: license-server-client request, then install, with the key from a file', async function () {
     this.timeout(60_000);
     assert.ok(existsSync(packageCli), 'run the build first (npm run build)');

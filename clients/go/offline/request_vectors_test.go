@@ -155,8 +155,11 @@ func TestLicenseFileV2Vectors(t *testing.T) {
 				t.Fatalf("version %d, nonce %q, key %x", p.Version, p.RequestNonce, verified.DecryptionKey)
 			}
 			decoded, err := DecodeLicenseFile([]byte(vector.File))
-			if err != nil || hex.EncodeToString(decoded.SignedBytes) != vector.CanonicalHex {
-				t.Fatalf("signed bytes %s %v", decoded.SignedBytes, err)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hex.EncodeToString(decoded.SignedBytes) != vector.CanonicalHex {
+				t.Fatalf("signed bytes %s", decoded.SignedBytes)
 			}
 			// This package's writer path (forge: canonical JSON, Ed25519, Base64) makes the same file.
 			if string(forge(t, parseObject(t, vector.Payload), lic.secretKey(t, nil))) != vector.File {
