@@ -45,6 +45,9 @@ const request: ActivationRequest = {
 if (licenseKeyDigest(typed) !== request.license_key_digest) throw new Error('a key typed in lower case with spaces must give the same digest');
 const text = encodeActivationRequest(request);
 const json = canonicalize(request)!;
+// Six "~" hold a 3-byte group at every alignment, whose Base64 is "fn5+": base64url differs there.
+const tildes = canonicalize({ ...request, machine_name: 'bench ~~~~~~' })!;
+if (!/[+/]/.test(Buffer.from(tildes, 'utf8').toString('base64'))) throw new Error('the base64url vector needs a + or / in the Base64');
 const withPrevious: ActivationRequest = { ...request, previous_hardware_id: 'hw1-0123456789abcdef0123456789abcdef' };
 
 /** A request text whose JSON is `object` written as given (not necessarily canonical). */
@@ -80,7 +83,7 @@ const requestVectors = {
     { name: 'no-begin-line', text: text.replace(`${ACTIVATION_REQUEST_BEGIN}\n`, ''), message: malformed(`it does not start with the line ${ACTIVATION_REQUEST_BEGIN}`) },
     { name: 'truncated', text: text.slice(0, 200), message: malformed(`it does not end with the line ${ACTIVATION_REQUEST_END} (it may be truncated)`) },
     { name: 'text-after-end', text: `${text}-- \nsent from my phone\n`, message: malformed(`it does not end with the line ${ACTIVATION_REQUEST_END} (it may be truncated)`) },
-    { name: 'base64url-body', text: armoured(json).replace(/\+/g, '-').replace(/\//g, '_').replace(/=/g, '') , message: malformed('the text between its BEGIN and END lines is not standard Base64') },
+    { name: 'base64url-body', description: 'a valid request (machine name "bench ~~~~~~") in base64url without padding', text: armoured(tildes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=/g, ''), message: malformed('the text between its BEGIN and END lines is not standard Base64') },
     { name: 'non-canonical-base64', text: nonCanonicalBase64(json), message: malformed('the Base64 is not the canonical encoding of its bytes') },
     { name: 'not-json', text: armoured('format=license-server-activation-request'), message: malformed('the decoded content is not JSON') },
     { name: 'not-canonical-json', text: armoured(JSON.stringify(request, null, 1)), message: malformed('its JSON is not in RFC 8785 canonical form (members sorted, no spaces, each member once)') },

@@ -71,7 +71,7 @@ forEachEngine('checkout with an activation request', (fixture) => {
     // The same request again (a USB write that failed): a new file, for the same machine and seat.
     const again = await checkoutLicense(db, oneSeat.id, { ttlDays: 30, activationRequest: text }, at(60_000));
     assert.equal(verifyLicenseFile(again.license_file, { publicKey, hardwareId: 'hw2-bench-3', now: fixedNow }).payload.request_nonce, request.nonce);
-    assert.equal((await db.query('SELECT count(*) AS n FROM machines WHERE license_id = ?', [oneSeat.id]))[0]!.n.toString(), '1');
+    assert.equal(String((await db.query('SELECT count(*) AS n FROM machines WHERE license_id = ?', [oneSeat.id]))[0]!.n), '1');
     // Another machine's request is refused: the one seat is taken.
     await refused(checkoutLicense(db, oneSeat.id, { ttlDays: 30, activationRequest: requestFor(oneSeat.key, 'hw2-bench-4').text }, context), 'MACHINE_LIMIT_EXCEEDED');
   });
@@ -109,7 +109,7 @@ forEachEngine('checkout with an activation request', (fixture) => {
     await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: edge.text }, context);
     await refused(checkoutLicense(db, other.id, { ttlDays: 7, hardwareId: 'hw2-x', activationRequest: edge.text }, context), 'INVALID_INPUT', /not both/);
     assert.equal((await listAudit(db, { action: 'license.checked_out' })).length, before + 1);
-    assert.equal((await db.query('SELECT count(*) AS n FROM activation_requests WHERE hardware_id = ?', ['hw2-x']))[0]!.n.toString(), '0');
+    assert.equal(String((await db.query('SELECT count(*) AS n FROM activation_requests WHERE hardware_id = ?', ['hw2-x']))[0]!.n), '0');
   });
 
   it('refuses a nonce used for another hardware ID or another license (REPLAYED), and only within its window', async () => {
