@@ -100,7 +100,7 @@ const requestVectors = {
     { name: 'prefix-7', text: changed({ license_key_prefix: '7KQ2-M9' }), message: malformed('"license_key_prefix" must be 8 UTF-16 code units') },
     { name: 'hardware-id-empty', text: changed({ hardware_id: '' }), message: malformed('"hardware_id": must not be empty') },
     { name: 'hardware-id-not-nfc', text: changed({ hardware_id: 'HW-4f2a-9c1e-u\u0308' }), message: malformed('"hardware_id" must be in Unicode NFC') },
-    { name: 'previous-hardware-id-same', text: changed({ previous_hardware_id: request.hardware_id }), message: malformed('"previous_hardware_id" must differ from "hardware_id"') },
+    { name: 'previous-hardware-id-same', text: changed({ previous_hardware_id: request.hardware_id }), message: malformed('"previous_hardware_id" must not equal "hardware_id"') },
     { name: 'machine-name-control', text: changed({ machine_name: 'bench\t3' }), message: malformed('"machine_name" must be a string of at most 255 UTF-16 code units without control characters') },
     { name: 'app-version-101', text: changed({ app_version: '1'.repeat(101) }), message: malformed('"app_version" must be a string of at most 100 UTF-16 code units without control characters') },
     { name: 'created-at-fraction', text: changed({ created_at: '2026-11-22T09:30:00.000Z' }), message: malformed('"created_at" must be an RFC 3339 UTC timestamp with second precision, such as 2026-11-22T10:00:00Z') },

@@ -295,7 +295,7 @@ func checkRequest(o *Object) (*ActivationRequest, error) {
 		return nil, err
 	}
 	if o.Has("previous_hardware_id") && r.PreviousHardwareID == r.HardwareID {
-		return nil, requestMalformed(`"previous_hardware_id" must differ from "hardware_id"`)
+		return nil, requestMalformed(`"previous_hardware_id" must not equal "hardware_id"`)
 	}
 	return r, nil
 }

@@ -200,6 +200,6 @@ function checkRequest(object: Record<string, unknown>): ActivationRequest {
     nonce: bytesOf('nonce', NONCE_BYTES),
     created_at: createdAt,
   };
-  if (request.previous_hardware_id === request.hardware_id) malformed('"previous_hardware_id" must differ from "hardware_id"');
+  if (request.previous_hardware_id === request.hardware_id) malformed('"previous_hardware_id" must not equal "hardware_id"');
   return request;
 }
