@@ -50,7 +50,7 @@ With --request, the file answers an activation request made on the machine (lice
       const { file, ...result } = await checkoutToFile(db, this.args.license, request, { ...target, overwrite: flags.force }, context);
       const boundTo = answered?.hardware_id ?? hardwareId;
       const binding = boundTo === undefined ? 'not bound to a machine' : `bound to hardware ID ${JSON.stringify(boundTo)}`;
-      const answering = answered === undefined ? '' : `, answering the activation request ${answered.nonce} of ${answered.created_at}`;
+      const answering = answered === undefined ? '' : `, answering the activation request ${answered.nonce} of ${new Date(answered.created_at).toISOString()}`;
       this.say(`Wrote ${path.resolve(file)} (${result.license_file.length} bytes), read back and verified.`);
       this.say(`Valid until ${result.valid_until}, ${binding}${answering}.`);
       return result;
