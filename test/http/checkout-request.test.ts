@@ -20,7 +20,8 @@ forEachEngine('the API\'s checkout of an activation request', (fixture) => {
 
   before(async function () {
     this.timeout(60_000);
-    serve = await startServe({ LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_CLIENT_RATE_LIMIT: '0' });
+    // A window of 3 days (offline.request_window_days) in place of the default 7: the daemon passes its setting on.
+    serve = await startServe({ LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_CLIENT_RATE_LIMIT: '0', LICENSE_OFFLINE_REQUEST_WINDOW_DAYS: '3' });
     const customer = (await call('POST', '/api/customers', { name: 'Air-gapped Works' })).body;
     license = (await call('POST', '/api/licenses', { customer_id: customer.id, type: 'time_based', valid_until: '2099-12-31', max_machines: 1 })).body;
     other = (await call('POST', '/api/licenses', { customer_id: customer.id, type: 'time_based', valid_until: '2099-12-31' })).body;
@@ -43,14 +44,14 @@ forEachEngine('the API\'s checkout of an activation request', (fixture) => {
     assert.equal(entries.filter((entry) => entry.details.request_nonce === request.nonce).length, 2);
   });
 
-  it('refuses: malformed 400, both request and hardware_id 400, another license 422, too old 422, replayed 409', async () => {
+  it('refuses: malformed 400, both request and hardware_id 400, another license 422, too old (for its window) 422, replayed 409', async () => {
     await refused(checkout(other.id, { ttl_days: 30, request: 'not a request' }), 400, 'ACTIVATION_REQUEST_MALFORMED', /^activation request is malformed: /);
     await refused(checkout(other.id, { ttl_days: 30, request: { hardware_id: 'x' } }), 400, 'ACTIVATION_REQUEST_MALFORMED', /must be the request file's text, got object/);
     const mine = activationRequestFor(other.key, 'hw2-mine');
     await refused(checkout(other.id, { ttl_days: 30, request: mine.text, hardware_id: 'hw2-mine' }), 400, 'INVALID_INPUT', /not both/);
     await refused(checkout(other.id, { ttl_days: 30, request: activationRequestFor(license.key, 'hw2-x').text }), 422, 'ACTIVATION_REQUEST_WRONG_LICENSE');
-    const old = activationRequestFor(other.key, 'hw2-x', { created_at: `${new Date(Date.now() - 8 * 86_400_000).toISOString().slice(0, 19)}Z` });
-    await refused(checkout(other.id, { ttl_days: 30, request: old.text }), 422, 'ACTIVATION_REQUEST_EXPIRED', /more than 7 days ago/);
+    const old = activationRequestFor(other.key, 'hw2-x', { created_at: `${new Date(Date.now() - 4 * 86_400_000).toISOString().slice(0, 19)}Z` });
+    await refused(checkout(other.id, { ttl_days: 30, request: old.text }), 422, 'ACTIVATION_REQUEST_EXPIRED', /more than 3 days ago/);
     assert.equal((await checkout(other.id, { ttl_days: 30, request: mine.text })).status, 200);
     const altered = activationRequestFor(other.key, 'hw2-altered', { nonce: mine.request.nonce, created_at: mine.request.created_at });
     await refused(checkout(other.id, { ttl_days: 30, request: altered.text }), 409, 'ACTIVATION_REQUEST_REPLAYED', /already used for another hardware ID/);

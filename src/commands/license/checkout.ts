@@ -40,7 +40,7 @@ With --request, the file answers an activation request made on the machine (lice
     const hardwareId = flags['hardware-id'];
     const request = { ttlDays, hardwareId, activationRequest };
     return this.withDatabase(async (db, config) => {
-      const context = { ...this.operationContext(), issuer: config.settings.issuer };
+      const context = { ...this.operationContext(), issuer: config.settings.issuer, requestWindowDays: config.settings.offline.requestWindowDays };
       if (!target) {
         const result = await checkoutLicense(db, this.args.license, request, context);
         process.stdout.write(result.license_file);

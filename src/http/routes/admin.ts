@@ -44,6 +44,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
           result = await checkoutLicense(deps.db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id, activationRequest: body.request }, {
             ...context(actor),
             issuer: deps.settings.issuer,
+            requestWindowDays: deps.settings.offline.requestWindowDays,
           });
         } catch (error) {
           deps.metrics?.checkout(refusalOrError(error));

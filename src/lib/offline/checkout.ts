@@ -41,6 +41,8 @@ export interface CheckoutResult {
 export interface CheckoutContext extends OperationContext {
   /** Written into the file as `issuer` (setting `issuer`). */
   readonly issuer: string;
+  /** Days an activation request may be checked out after it was made (setting `offline.request_window_days`, default 7). */
+  readonly requestWindowDays?: number;
 }
 
 export function parseTtlDays(value: unknown): number {
@@ -205,7 +207,7 @@ async function issue(
   context: CheckoutContext,
 ): Promise<IssuedPayload> {
   // A request for another license is refused as such, whatever the state of this one.
-  if (activation) checkRequestFor(activation, { id: license.id, licenseKey }, now(context));
+  if (activation) checkRequestFor(activation, { id: license.id, licenseKey }, now(context), context.requestWindowDays);
   if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);
   if (!license.customer_active) {
     throw new LicenseServerError('CUSTOMER_INACTIVE', `customer ${license.customer_id} of license ${license.id} is not active`);
@@ -234,7 +236,7 @@ async function issue(
       { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
     );
   }
-  if (activation) await recordRequestNonce(tx, activation, license.id, issuedAt);
+  if (activation) await recordRequestNonce(tx, activation, license.id, issuedAt, context.requestWindowDays);
   let machineCreated = false;
   if (hardwareId !== undefined) {
     // The machine holds its seat until the file ends, whatever happens online meanwhile.

@@ -10,8 +10,9 @@ import { decodeActivationRequest, licenseKeyDigest, type ActivationRequest } fro
  * (activation_requests, migration 11).
  */
 
-/** How long a request may be used after it was made; its nonce is kept as long. */
-export const REQUEST_WINDOW_MS = 7 * 86_400_000;
+/** How long a request may be used after it was made, by default (offline.request_window_days); its nonce is kept as long. */
+export const DEFAULT_REQUEST_WINDOW_DAYS = 7;
+const DAY_MS = 86_400_000;
 /** A request made on a machine whose clock runs ahead by up to this much is taken. */
 export const REQUEST_FUTURE_TOLERANCE_MS = 5 * 60_000;
 
@@ -28,7 +29,12 @@ export function parseCheckoutRequest(value: unknown): ActivationRequest {
  * window. Checked before anything of the license itself, so that a request for another
  * license is refused as such, whatever the state of this one.
  */
-export function checkRequestFor(request: ActivationRequest, license: { readonly id: string; readonly licenseKey: string }, at: Date): void {
+export function checkRequestFor(
+  request: ActivationRequest,
+  license: { readonly id: string; readonly licenseKey: string },
+  at: Date,
+  windowDays: number = DEFAULT_REQUEST_WINDOW_DAYS,
+): void {
   const expected = Buffer.from(licenseKeyDigest(license.licenseKey), 'utf8');
   const given = Buffer.from(request.license_key_digest, 'utf8');
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) {
@@ -38,10 +44,10 @@ export function checkRequestFor(request: ActivationRequest, license: { readonly 
     );
   }
   const created = Date.parse(request.created_at);
-  if (created < at.getTime() - REQUEST_WINDOW_MS) {
+  if (created < at.getTime() - windowDays * DAY_MS) {
     throw new LicenseServerError(
       'ACTIVATION_REQUEST_EXPIRED',
-      `the activation request was made at ${request.created_at}, more than ${REQUEST_WINDOW_MS / 86_400_000} days ago`,
+      `the activation request was made at ${request.created_at}, more than ${windowDays} day${windowDays === 1 ? '' : 's'} ago`,
     );
   }
   if (created > at.getTime() + REQUEST_FUTURE_TOLERANCE_MS) {
@@ -61,9 +67,15 @@ export function checkRequestFor(request: ActivationRequest, license: { readonly 
  * request that was altered or copied: ACTIVATION_REQUEST_REPLAYED. Rows past the window are
  * pruned here: a request that old is refused by its date before its nonce is looked up.
  */
-export async function recordRequestNonce(tx: Queryable, request: ActivationRequest, licenseId: string, at: Date): Promise<void> {
+export async function recordRequestNonce(
+  tx: Queryable,
+  request: ActivationRequest,
+  licenseId: string,
+  at: Date,
+  windowDays: number = DEFAULT_REQUEST_WINDOW_DAYS,
+): Promise<void> {
   const stamp = at.toISOString();
-  await tx.execute('DELETE FROM activation_requests WHERE created_at < ?', [new Date(at.getTime() - REQUEST_WINDOW_MS - REQUEST_FUTURE_TOLERANCE_MS).toISOString()]);
+  await tx.execute('DELETE FROM activation_requests WHERE created_at < ?', [new Date(at.getTime() - windowDays * DAY_MS - REQUEST_FUTURE_TOLERANCE_MS).toISOString()]);
   await tx.execute(
     `INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (nonce) DO NOTHING`,

@@ -105,6 +105,9 @@ forEachEngine('checkout with an activation request', (fixture) => {
     await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: old.text }, context), 'ACTIVATION_REQUEST_EXPIRED', /made at 2026-11-15T09:59:59Z, more than 7 days ago/);
     const ahead = requestFor(other.key, 'hw2-x', { created_at: '2026-11-22T10:06:00Z' });
     await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: ahead.text }, context), 'ACTIVATION_REQUEST_EXPIRED', /more than 5 minutes ahead/);
+    // A shorter window (offline.request_window_days): a request of yesterday is too old for one day.
+    const yesterday = requestFor(other.key, 'hw2-x', { created_at: '2026-11-21T09:59:59Z' });
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: yesterday.text }, { ...context, requestWindowDays: 1 }), 'ACTIVATION_REQUEST_EXPIRED', /more than 1 day ago/);
     const edge = requestFor(other.key, 'hw2-edge', { created_at: '2026-11-22T10:05:00Z' });
     await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: edge.text }, context);
     await refused(checkoutLicense(db, other.id, { ttlDays: 7, hardwareId: 'hw2-x', activationRequest: edge.text }, context), 'INVALID_INPUT', /not both/);
