@@ -66,6 +66,9 @@ export function parseTtlDays(value: unknown): number {
  *    until the file ends (or the checkout is voided, checkout-file.ts); a license with
  *    max_machines needs a hardware ID;
  * 6. the decryption key, if any, is sealed for the hardware ID.
+ * With an activation request (request-checkout.ts) the hardware ID is the request's: it must
+ * be for this license and within its window, its nonce is recorded (a replay is refused), and
+ * the file is version 2 with `request_nonce`; without one the file is version 1, as before.
  * The file starts being valid at the license's own valid_from, not at checkout time, so a
  * client whose clock runs a little behind the server's can use a file at once.
  * Everything is checked before anything is written: a refused checkout leaves no trace.
