@@ -29,7 +29,11 @@ export function reachedFiles(entry) {
 
 export function buildClientPackage() {
   rmSync(out, { recursive: true, force: true });
-  const files = [...reachedFiles(path.join(dist, 'client', 'index.js')), ...reachedFiles(path.join(dist, 'client', 'index.d.ts'))];
+  // The library, and the `license-server-client` command (package.json "bin").
+  const files = [
+    ...reachedFiles(path.join(dist, 'client', 'index.js')), ...reachedFiles(path.join(dist, 'client', 'index.d.ts')),
+    ...reachedFiles(path.join(dist, 'client', 'cli.js')),
+  ];
   for (const file of new Set(files)) {
     const relative = path.relative(dist, file);
     cpSync(file, path.join(out, 'esm', relative));

@@ -149,7 +149,7 @@ const operations: Operation[] = [
         headers: ['Content-Disposition'],
       },
     },
-    errors: [404, 422],
+    errors: [404, 409, 422],
   },
   // Customers
   { method: 'get', path: '/api/customers', id: 'listCustomers', tag: 'Customers', summary: 'List customers', access: 'admin', scope: 'read', query: ['active', ...PAGING], answers: { 200: list('Customer', `Oldest first. ${LIST_ORDER}`) } },

@@ -368,7 +368,14 @@ export const schemas: Record<string, Schema> = {
 
 /** Request bodies. Unknown members are refused (INVALID_INPUT), so these are closed too. */
 export const requests = {
-  checkout: object({ ttl_days: { type: 'integer', minimum: 1, maximum: 365 }, hardware_id: nullable(string) }, ['hardware_id']),
+  checkout: object({
+    ttl_days: { type: 'integer', minimum: 1, maximum: 365 },
+    hardware_id: nullable(string),
+    request: {
+      type: 'string',
+      description: 'An activation request file\'s text (docs/offline-license-format.md section 12): the file is bound to its hardware ID and carries its nonce (version 2). Not together with `hardware_id`.',
+    },
+  }, ['hardware_id', 'request']),
   newCustomer: object({ name: string, email: nullable(string) }, ['email']),
   customerUpdate: object({ name: string, email: nullable(string) }, ['name', 'email']),
   empty: object({}),

@@ -4,6 +4,9 @@
  */
 export { LicenseClient, LicenseClientError } from './license-client.js';
 export type { ClientWarning, Tier, TierFailure, UsageResult, ValidationResult } from './license-client.js';
+export type { ActivationRequestOptions, ActivationRequestResult, InstallOptions, InstallResult, PendingActivationRequest } from './activation.js';
+export { decodeActivationRequest, encodeActivationRequest, licenseKeyDigest } from '../lib/offline/activation-request.js';
+export type { ActivationRequest } from '../lib/offline/activation-request.js';
 export { CLOCK_ROLLBACK_TOLERANCE_MS } from './trust.js';
 export { LicenseClientConfigError, defaultCacheDir } from './options.js';
 export type { Clock, KeyRefreshOptions, LicenseClientOptions, OfflineOptions } from './options.js';

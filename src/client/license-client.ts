@@ -16,6 +16,16 @@ import { LicenseClientConfigError, resolveOptions, systemClock, type Clock, type
 import { CacheWriteError, ClientStore, type QueuedUsage, type Verdict } from './store.js';
 import { OfflineTrust, type Save } from './trust.js';
 import { postJson, type ServerReply } from './transport.js';
+import { LicenseClientError } from './errors.js';
+import {
+  createActivationRequest,
+  installLicenseFile,
+  type ActivationContext,
+  type ActivationRequestOptions,
+  type ActivationRequestResult,
+  type InstallOptions,
+  type InstallResult,
+} from './activation.js';
 
 export type Tier = 'online' | 'license-file' | 'grace-token';
 
@@ -71,15 +81,7 @@ export interface ReleaseResult {
   readonly message: string;
 }
 
-export class LicenseClientError extends Error {
-  override readonly name = 'LicenseClientError';
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+export { LicenseClientError };
 
 /**
  * The license client of spec sections 1, 2.5-2.7, 5 and 6: online validation, then the
@@ -259,6 +261,41 @@ export class LicenseClient {
       released: reply.body.released === true,
       seatFreeAt: typeof reply.body.seat_free_at === 'string' ? reply.body.seat_free_at : null,
       message: typeof reply.body.message === 'string' ? reply.body.message : '',
+    };
+  }
+
+  /**
+   * Makes an activation request for this machine (docs/client.md, "Activation by request
+   * file"): the text to carry to the operator, who checks the license out with it
+   * (`license checkout --request`). Its private key and nonce are kept in the cache directory
+   * until installLicenseFile installs the answer, or returned with `keep: 'return'`.
+   * Throws LicenseClientError (CACHE_NOT_WRITTEN, ACTIVATION_REQUEST_MALFORMED for a
+   * machineName or appVersion the format does not take) or LicenseClientConfigError.
+   */
+  createActivationRequest(options?: ActivationRequestOptions): Promise<ActivationRequestResult> {
+    return createActivationRequest(this.activationContext(), options);
+  }
+
+  /**
+   * Installs the `.lic` file made from this machine's pending request at offline.licenseFile
+   * (atomically), once it verifies and answers that request; a file for another machine or
+   * an older request is refused with LICENSE_FILE_WRONG_REQUEST. Throws LicenseClientError.
+   */
+  installLicenseFile(file: string | Uint8Array, options?: InstallOptions): Promise<InstallResult> {
+    return installLicenseFile(this.activationContext(), file, options);
+  }
+
+  private activationContext(): ActivationContext {
+    const { offline } = this.options;
+    return {
+      store: this.store,
+      licenseKey: this.options.licenseKey,
+      version: this.options.version,
+      hardwareId: this.hardwareId,
+      cacheDir: offline.cacheDir,
+      licenseFile: offline.licenseFile,
+      clock: this.clock,
+      keySet: async () => (offline.publicKey === undefined ? undefined : this.keySet()),
     };
   }
 

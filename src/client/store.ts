@@ -12,6 +12,30 @@ export interface CachedGrace {
   readonly saved_at: string;
 }
 
+/**
+ * An activation request waiting for its file (docs/client.md, "Activation by request file"):
+ * `pending-request.json`. `private_key` is the X25519 private key of `machine_key`; the file
+ * is the user's alone (0600) and no secret of it is ever in the request.
+ */
+export interface PendingRequestRecord {
+  readonly nonce: string;
+  readonly machine_key: string;
+  readonly private_key: string;
+  readonly hardware_id: string;
+  readonly created_at: string;
+  /** Requests this one replaced, newest first: a file answering one is "for an older request". */
+  readonly superseded: ReadonlyArray<{ readonly nonce: string; readonly created_at: string }>;
+}
+
+/** The key pair of the request whose file is installed: `machine-key.json` (0600). */
+export interface MachineKeyRecord {
+  readonly request_nonce: string;
+  readonly machine_key: string;
+  readonly private_key: string;
+  readonly hardware_id: string;
+  readonly installed_at: string;
+}
+
 /** The server's authoritative "not valid" (docs/client.md, "Revocation"). */
 export interface Verdict {
   /** The server's reason, e.g. LICENSE_INACTIVE. */
@@ -48,7 +72,8 @@ export interface QueuedUsage {
  * `grace.json` (the last grace token and its entitlements), `clock.json` (the latest
  * trusted time seen, and a copy of a revocation), `revoked.json` (the server's last
  * authoritative "not valid"), `keys.json` (signing keys a key refresh accepted),
- * `hardware-id.json` (the ID in use and the `hw1-` one used before), `queue/` (usage reports waiting for the server, one file each)
+ * `hardware-id.json` (the ID in use and the `hw1-` one used before), `pending-request.json` (an activation
+ * request waiting for its file) and `machine-key.json` (the key pair of the request whose file is installed), `queue/` (usage reports waiting for the server, one file each)
  * and `rejected/`. Every file is written whole or not at all (write .partial, fsync, rename,
  * fsync dir), readable by the user only. Writes throw CacheWriteError; reads never throw.
  */
@@ -131,6 +156,39 @@ export class ClientStore {
 
   writeHardwareIds(record: HardwareIdRecord): Promise<void> {
     return this.writeJson('hardware-id.json', record);
+  }
+
+  /** pending-request.json, or undefined when there is none (or it cannot be read as one). */
+  async readPendingRequest(): Promise<PendingRequestRecord | undefined> {
+    const read = await this.readJson('pending-request.json');
+    if (read.kind !== 'object') return undefined;
+    const { nonce, machine_key: machineKey, private_key: privateKey, hardware_id: hardwareId, created_at: createdAt, superseded } = read.value;
+    if (![nonce, machineKey, privateKey, hardwareId, createdAt].every((value) => typeof value === 'string')) return undefined;
+    const older = Array.isArray(superseded)
+      ? superseded.filter((entry): entry is { nonce: string; created_at: string } => typeof entry?.nonce === 'string' && typeof entry?.created_at === 'string')
+      : [];
+    return { ...(read.value as unknown as PendingRequestRecord), superseded: older };
+  }
+
+  writePendingRequest(record: PendingRequestRecord): Promise<void> {
+    return this.writeJson('pending-request.json', record);
+  }
+
+  deletePendingRequest(): Promise<void> {
+    return this.delete('pending-request.json');
+  }
+
+  async readMachineKey(): Promise<MachineKeyRecord | undefined> {
+    const read = await this.readJson('machine-key.json');
+    if (read.kind !== 'object') return undefined;
+    const value = read.value;
+    return ['request_nonce', 'machine_key', 'private_key', 'hardware_id', 'installed_at'].every((name) => typeof value[name] === 'string')
+      ? (value as unknown as MachineKeyRecord)
+      : undefined;
+  }
+
+  writeMachineKey(record: MachineKeyRecord): Promise<void> {
+    return this.writeJson('machine-key.json', record);
   }
 
   /** Whether a file is there at all, readable or not. */

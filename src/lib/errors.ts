@@ -200,6 +200,31 @@ export const ERROR_TABLE = {
   },
   LICENSE_FILE_MALFORMED: { exit: EXIT.licenseFile, http: 400, hint: 'Copy the file again from its source; it is damaged or not a .lic file.' },
   LICENSE_FILE_UNSUPPORTED_VERSION: { exit: EXIT.licenseFile, http: 400, hint: 'Upgrade license-server to read this file.' },
+  LICENSE_FILE_WRONG_REQUEST: {
+    exit: EXIT.hardware,
+    http: 422,
+    hint: 'Install the file made from this machine\'s pending request, or make a new request and check that one out.',
+  },
+  ACTIVATION_REQUEST_MALFORMED: {
+    exit: EXIT.licenseFile,
+    http: 400,
+    hint: 'Copy the request file again from the machine that made it (`license-server-client request`); it is damaged or not a request.',
+  },
+  ACTIVATION_REQUEST_WRONG_LICENSE: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'Check out the license whose key the machine was given, or make the request again with the right key.',
+  },
+  ACTIVATION_REQUEST_EXPIRED: {
+    exit: EXIT.validity,
+    http: 422,
+    hint: 'Make a new request on the machine (`license-server-client request`) and check that one out.',
+  },
+  ACTIVATION_REQUEST_REPLAYED: {
+    exit: EXIT.conflict,
+    http: 409,
+    hint: 'Make a new request on the machine (`license-server-client request`) and check that one out.',
+  },
   SIGNATURE_INVALID: {
     exit: EXIT.signature,
     http: 400,

@@ -32,6 +32,14 @@ describe('code the client library embeds is free of server-only code', () => {
     assert.deepEqual(reached, ['@noble/curves', '@noble/hashes', 'canonicalize']);
   });
 
+  it('the package\'s command (license-server-client) reaches only Node built-ins, @noble and canonicalize', () => {
+    const entry = path.join(dist, '..', 'client', 'cli.js');
+    assert.ok(existsSync(entry), 'run the build first (npm test does)');
+    const reached = [...packagesReachedFrom(entry)].filter((name) => !name.startsWith('node:')).sort();
+    assert.deepEqual(reached, ['@noble/curves', '@noble/hashes', 'canonicalize']);
+    assert.match(readFileSync(entry, 'utf8'), /^#!\/usr\/bin\/env node\n/, 'runnable as the package\'s bin');
+  });
+
   it('the package exports it as license-server/client, to import and to require', () => {
     const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     assert.equal(manifest.exports['./client'].default, './dist/client/index.js');

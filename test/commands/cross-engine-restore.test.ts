@@ -282,6 +282,9 @@ function seedHostileRows(file: string, customerId: string, licenseId: string): v
     db.prepare(`INSERT INTO backup_copies (backup_id, target, status, attempts, next_attempt_at, claimed_by, claimed_until, last_attempt_at, last_error, copied_at, created_at)
       VALUES ('20261123T030000000Z-abcdef', 'offsite', 'failed', 9007199254740993, '2026-11-23T04:00:00.008Z', 'host\\1:42', NULL, '2026-11-23T03:00:00.008Z', ?, NULL, '2026-11-23T03:00:00.008Z')`)
       .run('target offsite: no answer within 30 s\nsecond line\t\\');
+    // An answered activation request: its nonce, license and machine move as they are.
+    db.prepare(`INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at)
+      VALUES ('AAECAwQFBgcICQoLDA0ODw', ?, ?, '2026-11-23T03:00:00.000Z', '2026-11-23T03:00:00.009Z')`).run(licenseId, HOSTILE[1]!);
   } finally {
     db.close();
   }

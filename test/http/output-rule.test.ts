@@ -6,6 +6,7 @@ import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
 import { raiseEvent } from '../../src/lib/notifications/outbox.js';
 import { replaceNotificationSettings } from '../../src/lib/notifications/settings.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
+import { activationRequestFor } from '../support/activation-request.js';
 import { forEachEngine } from '../support/engines.js';
 import { startReceiver } from '../support/receiver.js';
 import { strayTimes, strayTimesIn, unnamedRecords } from '../support/output-rule.js';
@@ -102,6 +103,12 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
     'POST /api/v1/release': { method: 'POST', path: () => '/api/v1/release', client: true, body: client },
     'GET /api/licenses/{id}/usage': { method: 'GET', path: () => `/api/licenses/${at.license}/usage`, records: each },
     'POST /api/licenses/{id}/checkout': { method: 'POST', path: () => `/api/licenses/${at.license}/checkout`, body: () => ({ ttl_days: 30, hardware_id: 'HW-2' }) },
+    // The same route with an activation request in place of hardware_id (a variant: not a route of its own).
+    'POST /api/licenses/{id}/checkout (request)': {
+      method: 'POST',
+      path: () => `/api/licenses/${at.license}/checkout`,
+      body: () => ({ ttl_days: 30, request: activationRequestFor(at.key, 'HW-2').text }),
+    },
     'GET /api/machines': { method: 'GET', path: () => '/api/machines', records: each },
     'GET /api/machines/{id}': { method: 'GET', path: () => `/api/machines/${at.machine}`, records: one },
     'POST /api/machines/{id}/deactivate': { method: 'POST', path: () => `/api/machines/${at.machine}/deactivate`, records: (json) => [json.machine] },
@@ -133,7 +140,7 @@ forEachEngine('output for scripts: one rule over every route of the daemon', (fi
 
   it('has a case for every route, and for none the daemon does not have', () => {
     const routes = allRoutes({} as RouteDependencies).map((route) => `${route.method} ${route.path.replace(/:(\w+)/g, '{$1}')}`);
-    assert.deepEqual(Object.keys(cases).sort(), routes.sort());
+    assert.deepEqual(Object.keys(cases).filter((name) => !name.endsWith(')')).sort(), routes.sort());
   });
 
   for (const [name, spec] of Object.entries(cases)) {

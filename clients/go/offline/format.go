@@ -9,8 +9,16 @@ import (
 	"unicode/utf8"
 )
 
-// LicenseFileVersion is the format version this package reads.
-const LicenseFileVersion = 1
+// LicenseFileVersion is format version 1; LicenseFileVersion2 adds the members of
+// V2Members (at least one of them present). This package reads both.
+const (
+	LicenseFileVersion  = 1
+	LicenseFileVersion2 = 2
+)
+
+// V2Members are the members version 2 adds to version 1 (docs/offline-license-format.md
+// section 13); a version 2 file carries at least one of them.
+var V2Members = []string{"request_nonce"}
 
 // Entitlement is a licensed feature: in a .lic file, a grace token and an online answer.
 type Entitlement struct {
@@ -39,6 +47,9 @@ type Payload struct {
 	Issuer       string
 	// KeyID names the signing key; "" when the file carries none.
 	KeyID string
+	// RequestNonce is the nonce of the activation request the file answers (version 2);
+	// "" when the file was not made from a request.
+	RequestNonce string
 }
 
 // DecodedLicenseFile is a .lic file decoded and checked for form, not yet for its
@@ -62,6 +73,7 @@ var (
 		"hardware_id", "entitlements", "encrypted_key", "issued_at", "issuer", "key_id", "signature",
 	}
 	optionalFields = map[string]bool{"encrypted_key": true, "key_id": true}
+	requestNonce   = regexp.MustCompile(`^[A-Za-z0-9_-]{21}[AQgw]$`)
 )
 
 func malformed(format string, args ...any) *Error {
@@ -120,9 +132,9 @@ func DecodeLicenseFile(file []byte) (*DecodedLicenseFile, error) {
 	}
 
 	version, _ := object.Values["version"].(float64)
-	if _, isNumber := object.Values["version"].(float64); !isNumber || version != LicenseFileVersion {
+	if _, isNumber := object.Values["version"].(float64); !isNumber || (version != LicenseFileVersion && version != LicenseFileVersion2) {
 		if isNumber && isInteger(version) {
-			return nil, newError(CodeLicenseFileUnsupportedVersion, "license file has format version %s; this license-server reads version %d", FormatNumber(version), LicenseFileVersion)
+			return nil, newError(CodeLicenseFileUnsupportedVersion, "license file has format version %s; this license-server reads versions %d and %d", FormatNumber(version), LicenseFileVersion, LicenseFileVersion2)
 		}
 		return nil, malformed(`the field "version" is missing or not an integer`)
 	}
@@ -135,9 +147,25 @@ func DecodeLicenseFile(file []byte) (*DecodedLicenseFile, error) {
 	for _, field := range licenseFields {
 		known[field] = true
 	}
+	if version == LicenseFileVersion2 {
+		for _, field := range V2Members {
+			known[field] = true
+		}
+	}
 	for _, name := range object.Names {
 		if !known[name] {
-			return nil, malformed(`the field "%s" is not part of format version 1`, name)
+			return nil, malformed(`the field "%s" is not part of format version %s`, name, FormatNumber(version))
+		}
+	}
+	if version == LicenseFileVersion2 {
+		carries := false
+		quoted := make([]string, len(V2Members))
+		for i, field := range V2Members {
+			carries = carries || object.Has(field)
+			quoted[i] = `"` + field + `"`
+		}
+		if !carries {
+			return nil, malformed("a version 2 file must carry %s; without, it is written as version 1", strings.Join(quoted, " or "))
 		}
 	}
 
@@ -262,6 +290,14 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		}
 		encryptedKey = s
 	}
+	nonce := ""
+	if v, present := object.Get("request_nonce"); present {
+		s, isString := v.(string)
+		if !isString || !requestNonce.MatchString(s) {
+			return nil, "", malformed(`"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)`)
+		}
+		nonce = s
+	}
 	customerName, err := text("customer_name", 1000)
 	if err != nil {
 		return nil, "", err
@@ -285,8 +321,12 @@ func checkPayload(object *Object) (*Payload, string, error) {
 	if !validUntil.After(validFrom) {
 		return nil, "", malformed(`"valid_until" must be after "valid_from"`)
 	}
+	version := LicenseFileVersion
+	if v, _ := object.Values["version"].(float64); v == LicenseFileVersion2 {
+		version = LicenseFileVersion2
+	}
 	return &Payload{
-		Version:          LicenseFileVersion,
+		Version:          version,
 		LicenseID:        licenseID,
 		LicenseKeyPrefix: toUTF8(prefix),
 		CustomerName:     toUTF8(customerName),
@@ -299,6 +339,7 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		IssuedAt:         issuedAt,
 		Issuer:           toUTF8(issuer),
 		KeyID:            keyID,
+		RequestNonce:     nonce,
 	}, hardwareID, nil
 }
 

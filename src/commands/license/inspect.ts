@@ -38,6 +38,7 @@ The signature is checked with --public-key, or with the key of the configured st
       ['hardware id', payload.hardware_id || '(not bound)'],
       ['entitlements', payload.entitlements.map((e) => (e.usage_limit === null ? e.code : `${e.code} (limit ${e.usage_limit})`)).join(', ') || '-'],
       ['encrypted key', payload.encrypted_key === undefined ? 'no' : 'yes (sealed to the hardware id)'],
+      ...(payload.request_nonce === undefined ? [] : [['request nonce', payload.request_nonce] as const]),
       ['issued at', payload.issued_at],
       ['issuer', payload.issuer],
     ]));

@@ -61,6 +61,7 @@ Exits 0 only for a valid file; otherwise prints the reason (signature verificati
       ['customer', payload.customer_name],
       ['hardware', binding],
       ['entitlements', payload.entitlements.map((e) => (e.usage_limit === null ? e.code : `${e.code} (limit ${e.usage_limit})`)).join(', ') || '-'],
+      ...(payload.request_nonce === undefined ? [] : [['request nonce', `${payload.request_nonce} (the file answers the activation request with this nonce)`] as const]),
       ['decryption key', payload.encrypted_key === undefined ? 'none' : verified.decryptionKey ? 'unsealed for this hardware ID' : 'sealed, not unsealed (--skip-hardware-check)'],
     ]));
     return {

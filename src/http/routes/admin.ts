@@ -39,11 +39,12 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       handle: async ({ params, body, actor, accept }) => {
         let result;
         try {
-          expectFields(body, ['ttl_days'], ['hardware_id']);
+          expectFields(body, ['ttl_days'], ['hardware_id', 'request']);
           const id = parseUuid(params.id!, 'license id');
-          result = await checkoutLicense(deps.db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id }, {
+          result = await checkoutLicense(deps.db, id, { ttlDays: body.ttl_days, hardwareId: body.hardware_id, activationRequest: body.request }, {
             ...context(actor),
             issuer: deps.settings.issuer,
+            requestWindowDays: deps.settings.offline.requestWindowDays,
           });
         } catch (error) {
           deps.metrics?.checkout(refusalOrError(error));

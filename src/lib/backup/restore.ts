@@ -313,7 +313,9 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
     const old = new Database(database, { timeout: 5000 });
     try {
       const tables = old.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (${CARRIED_TABLES.map(() => '?').join(', ')})`).get(...CARRIED_TABLES) as { n: number };
-      if (tables.n === CARRIED_TABLES.length) await carry.read(sqliteQueryable(old), { machines: hasSqliteTable(old, 'machines') });
+      if (tables.n === CARRIED_TABLES.length) {
+        await carry.read(sqliteQueryable(old), { machines: hasSqliteTable(old, 'machines'), activationRequests: hasSqliteTable(old, 'activation_requests') });
+      }
       if (hasSqliteTable(old, 'signing_keys')) await keys.read(sqliteQueryable(old), { current: hasSqliteColumn(old, 'signing_keys', 'retired_at') });
       // Fold the old WAL into the old file first: a WAL left beside the new file would be replayed into it.
       old.pragma('wal_checkpoint(TRUNCATE)');
@@ -329,7 +331,7 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
     staged.pragma('secure_delete = ON');
     staged.exec('BEGIN IMMEDIATE');
     try {
-      await carry.apply(sqliteQueryable(staged), { machines: hasSqliteTable(staged, 'machines') });
+      await carry.apply(sqliteQueryable(staged), { machines: hasSqliteTable(staged, 'machines'), activationRequests: hasSqliteTable(staged, 'activation_requests') });
       await keys.apply(sqliteQueryable(staged), { current: hasSqliteColumn(staged, 'signing_keys', 'retired_at'), at });
       staged.exec('COMMIT');
     } catch (error) {

@@ -15,18 +15,21 @@ import { asBool, asIso } from '../storage/values.js';
  *   unless the operator asks for the backup's state (`keep` false);
  * - machines deactivated there stay deactivated on the same terms, also one first seen after
  *   the backup (its row is copied in, deactivated, when its license is in the backup), so a
- *   restore never lets a machine an operator shut out take a seat again.
+ *   restore never lets a machine an operator shut out take a seat again;
+ * - activation request nonces answered there are recorded again, always, so that a request
+ *   answered after the backup cannot be altered to name another machine and answered again
+ *   (offline/request-checkout.ts). Nothing is reported of them: they are bookkeeping.
  */
 export class RevocationCarry {
-  private revoked: Revoked = { adminTokens: [], licenses: [], customers: [], machines: [] };
+  private revoked: Revoked = { adminTokens: [], licenses: [], customers: [], machines: [], activationRequests: [] };
   private carried: CarriedRevocations;
 
   constructor(private readonly keep: boolean) {
     this.carried = { keep, admin_tokens: [], licenses: [], customers: [], machines: [] };
   }
 
-  /** Reads the database about to be replaced (its tables must exist; `machines` only when it has that table). */
-  async read(current: Queryable, options: { machines: boolean }): Promise<void> {
+  /** Reads the database about to be replaced (its tables must exist; `machines` and `activationRequests` only when it has those tables). */
+  async read(current: Queryable, options: CarryTables): Promise<void> {
     this.revoked = {
       adminTokens: (await current.query('SELECT id, token_hash, revoked_at FROM admin_tokens WHERE revoked_at IS NOT NULL ORDER BY revoked_at, id')).map((row) => ({
         id: String(row.id),
@@ -36,11 +39,14 @@ export class RevocationCarry {
       licenses: (await current.query('SELECT id, updated_at FROM licenses WHERE active = ? ORDER BY id', [false])).map(deactivated),
       customers: (await current.query('SELECT id, updated_at FROM customers WHERE active = ? ORDER BY id', [false])).map(deactivated),
       machines: options.machines ? await current.query(`SELECT ${MACHINE_COLUMNS.join(', ')} FROM machines WHERE active = ? ORDER BY id`, [false]) : [],
+      activationRequests: options.activationRequests
+        ? await current.query(`SELECT ${NONCE_COLUMNS.join(', ')} FROM activation_requests ORDER BY nonce`)
+        : [],
     };
   }
 
   /** Re-applies them to the restored data, before it becomes the live database. */
-  async apply(restored: Queryable, options: { machines: boolean }): Promise<void> {
+  async apply(restored: Queryable, options: CarryTables): Promise<void> {
     const carried: CarriedRevocations = { keep: this.keep, admin_tokens: [], licenses: [], customers: [], machines: [] };
     if (this.revoked.adminTokens.length > 0) {
       const live = await restored.query('SELECT id, name, token_hash, token_prefix FROM admin_tokens WHERE revoked_at IS NULL');
@@ -90,6 +96,15 @@ export class RevocationCarry {
         carried.machines.push({ id: String(row?.id ?? machine.id), license_id: String(machine.license_id), hardware_id: String(machine.hardware_id) });
       }
     }
+    // A backup from before activation requests gets its table by migration after the swap, empty.
+    if (options.activationRequests) {
+      for (const row of this.revoked.activationRequests) {
+        await restored.execute(
+          `INSERT INTO activation_requests (${NONCE_COLUMNS.join(', ')}) VALUES (${NONCE_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (nonce) DO NOTHING`,
+          NONCE_COLUMNS.map((column) => toSqlValue(row[column])),
+        );
+      }
+    }
     this.carried = carried;
   }
 
@@ -116,7 +131,16 @@ interface Revoked {
   readonly licenses: ReadonlyArray<Deactivated>;
   readonly customers: ReadonlyArray<Deactivated>;
   readonly machines: ReadonlyArray<Row>;
+  readonly activationRequests: ReadonlyArray<Row>;
 }
+
+/** Which of the tables that not every schema version has a database holds. */
+export interface CarryTables {
+  readonly machines: boolean;
+  readonly activationRequests?: boolean;
+}
+
+const NONCE_COLUMNS = ['nonce', 'license_id', 'hardware_id', 'created_at', 'used_at'] as const;
 
 
 /** A value read from one engine, written back through the other's adapter. */

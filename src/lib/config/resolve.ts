@@ -38,6 +38,8 @@ export interface Settings {
     readonly metricsPort: number | undefined;
   };
   readonly issuer: string;
+  /** Activation requests (offline/request-checkout.ts): how long one may be checked out. */
+  readonly offline: { readonly requestWindowDays: number };
   readonly grace: { readonly hours: number };
   /** Seals private signing keys at rest (signing-keys/protection.ts) when set. */
   readonly signing: { readonly keyEncryptionKey: Buffer | undefined };
@@ -157,6 +159,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       metricsPort: get('server.metrics_port'),
     },
     issuer: get('issuer'),
+    offline: { requestWindowDays: get('offline.request_window_days') },
     grace: { hours: get('grace.hours') },
     signing: { keyEncryptionKey: get('signing.key_encryption_key') },
     notifications: {

@@ -164,6 +164,15 @@ export const SETTINGS: readonly SettingSpec[] = [
     description: 'Identifier of this server, written into license files and grace tokens.',
   },
   {
+    key: 'offline.request_window_days',
+    env: 'LICENSE_OFFLINE_REQUEST_WINDOW_DAYS',
+    type: 'integer',
+    min: 1,
+    max: 365,
+    default: () => 7,
+    description: 'Days an activation request may be checked out after it was made; its nonce is kept as long.',
+  },
+  {
     key: 'grace.hours',
     env: 'LICENSE_GRACE_HOURS',
     type: 'integer',

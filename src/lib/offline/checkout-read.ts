@@ -16,6 +16,8 @@ export interface CheckoutLicense
 
 export interface CheckoutSource {
   readonly license: CheckoutLicense;
+  /** The whole license key: a request's digest is checked against it. Never log it. */
+  readonly licenseKey: string;
   /** The license's 32-byte decryption key, or null. The caller zeroes it; never log it. */
   readonly decryptionKey: Buffer | null;
   /** The machine of the hardware ID, as admitMachine takes it; undefined when new or unbound. */
@@ -102,7 +104,7 @@ export async function readCheckoutSource(
     ? undefined
     : { ...Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, first[`m_${column}`]])), floating: first.floating };
   const signingKeyId = first.signing_key_id === null || first.signing_key_id === undefined ? undefined : String(first.signing_key_id);
-  return { license, decryptionKey, machine, signingKeyId, signingKeySealedWith: sealedWithOf(first.signing_key_sealed_with) };
+  return { license, licenseKey: String(first.license_key), decryptionKey, machine, signingKeyId, signingKeySealedWith: sealedWithOf(first.signing_key_sealed_with) };
 }
 
 /** SQLite gives the array as JSON text, PostgreSQL parsed, or null when there is none. */

@@ -9,7 +9,9 @@ import { noteMachineRefusal, type MachineRefusal } from '../notifications/machin
 import type { Database, Engine, Queryable } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
-import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
+import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, LICENSE_FILE_VERSION_2, type LicenseFilePayload } from './format.js';
+import type { ActivationRequest } from './activation-request.js';
+import { checkRequestFor, parseCheckoutRequest, recordRequestNonce } from './request-checkout.js';
 import { signingKeyMissing } from '../signing-keys/keys.js';
 import { signerForKey, type LicenseSigner } from '../signing-keys/signer.js';
 import { activeSigningKey, readCheckoutSource, type CheckoutSource } from './checkout-read.js';
@@ -22,6 +24,11 @@ export interface CheckoutRequest {
   /** Whole days, 1-365. `unknown` because it arrives from JSON and flags: the type is checked here. */
   readonly ttlDays: unknown;
   readonly hardwareId?: unknown;
+  /**
+   * An activation request file's text (activation-request.ts): the file is bound to its
+   * hardware ID and carries its nonce (format version 2). Not together with hardwareId.
+   */
+  readonly activationRequest?: unknown;
 }
 
 /** Spec section 2.3, with `license_file` being the file's own text (already Base64). */
@@ -34,6 +41,8 @@ export interface CheckoutResult {
 export interface CheckoutContext extends OperationContext {
   /** Written into the file as `issuer` (setting `issuer`). */
   readonly issuer: string;
+  /** Days an activation request may be checked out after it was made (setting `offline.request_window_days`, default 7). */
+  readonly requestWindowDays?: number;
 }
 
 export function parseTtlDays(value: unknown): number {
@@ -57,6 +66,9 @@ export function parseTtlDays(value: unknown): number {
  *    until the file ends (or the checkout is voided, checkout-file.ts); a license with
  *    max_machines needs a hardware ID;
  * 6. the decryption key, if any, is sealed for the hardware ID.
+ * With an activation request (request-checkout.ts) the hardware ID is the request's: it must
+ * be for this license and within its window, its nonce is recorded (a replay is refused), and
+ * the file is version 2 with `request_nonce`; without one the file is version 1, as before.
  * The file starts being valid at the license's own valid_from, not at checkout time, so a
  * client whose clock runs a little behind the server's can use a file at once.
  * Everything is checked before anything is written: a refused checkout leaves no trace.
@@ -98,10 +110,15 @@ export async function recordCheckout(
   context: CheckoutContext,
 ): Promise<RecordedCheckout> {
   const ttlDays = parseTtlDays(request.ttlDays);
-  const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
+  const given = (value: unknown) => value !== undefined && value !== null;
+  if (given(request.activationRequest) && given(request.hardwareId)) {
+    throw new LicenseServerError('INVALID_INPUT', 'give a hardware_id or an activation request, not both: a request names its machine itself');
+  }
+  const activation = given(request.activationRequest) ? parseCheckoutRequest(request.activationRequest) : undefined;
+  const hardwareId = activation ? activation.hardware_id : given(request.hardwareId) ? parseHardwareId(request.hardwareId) : undefined;
   checkoutsInFlight += 1;
   try {
-    return await recordAndSign(db, reference, ttlDays, hardwareId, context);
+    return await recordAndSign(db, reference, ttlDays, hardwareId, activation, context);
   } finally {
     checkoutsInFlight -= 1;
   }
@@ -124,6 +141,7 @@ async function recordAndSign(
   reference: string,
   ttlDays: number,
   hardwareId: string | undefined,
+  activation: ActivationRequest | undefined,
   context: CheckoutContext,
 ): Promise<RecordedCheckout> {
   // A refusal for the machine limit rolls the checkout back; it is counted afterwards.
@@ -146,7 +164,7 @@ async function recordAndSign(
       if (badReference) throw badReference;
       if (!source) throw licenseNotFound(reference);
       try {
-        return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId }, context);
+        return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId, activation }, context);
       } catch (error) {
         if (error instanceof LicenseServerError && error.code === 'MACHINE_LIMIT_EXCEEDED' && hardwareId !== undefined && source.license.max_machines !== null) {
           limited = { licenseId: source.license.id, hardwareId, maxMachines: source.license.max_machines };
@@ -186,11 +204,13 @@ interface IssuedPayload {
 async function issue(
   tx: Queryable,
   engine: Engine,
-  { license, decryptionKey, machine }: CheckoutSource,
+  { license, licenseKey, decryptionKey, machine }: CheckoutSource,
   signer: LicenseSigner,
-  { ttlDays, hardwareId }: { readonly ttlDays: number; readonly hardwareId: string | undefined },
+  { ttlDays, hardwareId, activation }: { readonly ttlDays: number; readonly hardwareId: string | undefined; readonly activation: ActivationRequest | undefined },
   context: CheckoutContext,
 ): Promise<IssuedPayload> {
+  // A request for another license is refused as such, whatever the state of this one.
+  if (activation) checkRequestFor(activation, { id: license.id, licenseKey }, now(context), context.requestWindowDays);
   if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);
   if (!license.customer_active) {
     throw new LicenseServerError('CUSTOMER_INACTIVE', `customer ${license.customer_id} of license ${license.id} is not active`);
@@ -219,17 +239,22 @@ async function issue(
       { hint: 'Choose a longer --ttl-days, or check out closer to the license\'s start.' },
     );
   }
+  if (activation) await recordRequestNonce(tx, activation, license.id, issuedAt, context.requestWindowDays);
   let machineCreated = false;
   if (hardwareId !== undefined) {
     // The machine holds its seat until the file ends, whatever happens online meanwhile.
-    const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil }, context, { row: machine, decryptionKey });
+    const described = activation
+      ? { ...(activation.machine_name === '' ? {} : { name: activation.machine_name }), ...(activation.app_version === '' ? {} : { clientVersion: activation.app_version }) }
+      : {};
+    const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil, ...described }, context, { row: machine, decryptionKey });
     if (!admission.admitted) {
       throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
     }
     machineCreated = admission.created;
   }
   const payload: LicenseFilePayload = {
-    version: LICENSE_FILE_VERSION,
+    // Version 1 byte for byte for every file that needs nothing of version 2.
+    version: activation ? LICENSE_FILE_VERSION_2 : LICENSE_FILE_VERSION,
     license_id: license.id,
     license_key_prefix: license.key_prefix,
     customer_name: license.customer_name,
@@ -242,6 +267,7 @@ async function issue(
     issued_at: toRfc3339Seconds(issuedAt),
     issuer: context.issuer,
     ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
+    ...(activation ? { request_nonce: activation.nonce } : {}),
   };
   const checkoutId = randomUUID();
   await recordAudit(tx, context, {
@@ -257,6 +283,7 @@ async function issue(
       hardware_id: hardwareId ?? null,
       encrypted_key: payload.encrypted_key !== undefined,
       signing_key_id: signer.keyId,
+      ...(activation ? { request_nonce: activation.nonce } : {}),
     },
   });
   await raiseEvent(tx, 'license.checked_out', {

@@ -6,14 +6,21 @@ import { MAX_HARDWARE_ID_LENGTH, SEALED_KEY_LENGTH } from './binding.js';
 import { repeatedMember } from './unique-members.js';
 
 /**
- * The `.lic` file, format version 1, as pinned in docs/offline-license-format.md:
+ * The `.lic` file, format versions 1 and 2, as pinned in docs/offline-license-format.md:
  *
  *   file      = Base64(UTF-8(JCS(payload + {"signature": Base64(sig)}))) LF
  *   sig       = Ed25519(signing key, UTF-8(JCS(payload)))
  *
  * JCS is RFC 8785. Free of server imports: the client library decodes with this module.
+ * Version 2 is version 1 with the members of V2_MEMBERS, at least one of them present; a
+ * file that needs none of them is written as version 1, byte for byte as before.
  */
 export const LICENSE_FILE_VERSION = 1;
+export const LICENSE_FILE_VERSION_2 = 2;
+/** The members version 2 adds (section "Version 2"); a version 2 file carries at least one. */
+export const V2_MEMBERS = ['request_nonce'] as const;
+/** `request_nonce`: the activation request's nonce as written there, 16 bytes in unpadded base64url. */
+const REQUEST_NONCE = /^[A-Za-z0-9_-]{21}[AQgw]$/;
 
 export interface LicenseFileEntitlement {
   readonly code: string;
@@ -22,7 +29,7 @@ export interface LicenseFileEntitlement {
 }
 
 export interface LicenseFilePayload {
-  readonly version: 1;
+  readonly version: 1 | 2;
   readonly license_id: string;
   readonly license_key_prefix: string;
   readonly customer_name: string;
@@ -36,6 +43,8 @@ export interface LicenseFilePayload {
   readonly issuer: string;
   /** The signing key's id (crypto/key-set.ts); absent in files signed by a store's first key. */
   readonly key_id?: string;
+  /** Version 2: the nonce of the activation request the file answers. */
+  readonly request_nonce?: string;
 }
 
 export interface DecodedLicenseFile {
@@ -57,7 +66,7 @@ export function canonicalPayloadText(payload: LicenseFilePayload): string {
 /** The payload's members in RFC 8785 order (UTF-16 code units; all ASCII here). */
 const MEMBER_ORDER = [
   'customer_name', 'encrypted_key', 'entitlements', 'hardware_id', 'issued_at', 'issuer', 'key_id', 'license_id',
-  'license_key_prefix', 'license_type', 'valid_from', 'valid_until', 'version',
+  'license_key_prefix', 'license_type', 'request_nonce', 'valid_from', 'valid_until', 'version',
 ] as const;
 
 /**
@@ -140,6 +149,7 @@ const FIELDS = [
   'hardware_id', 'entitlements', 'encrypted_key', 'issued_at', 'issuer', 'key_id', 'signature',
 ];
 const OPTIONAL = new Set(['encrypted_key', 'key_id']);
+const FIELDS_V2 = [...FIELDS, ...V2_MEMBERS];
 
 function malformed(reason: string): never {
   throw new LicenseServerError('LICENSE_FILE_MALFORMED', `license file is malformed: ${reason}`);
@@ -182,20 +192,25 @@ export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile
   if (repeated !== undefined) malformed(`the member ${JSON.stringify(repeated)} appears twice in one object`);
   const object = parsed as Record<string, unknown>;
 
-  if (object.version !== LICENSE_FILE_VERSION) {
+  if (object.version !== LICENSE_FILE_VERSION && object.version !== LICENSE_FILE_VERSION_2) {
     if (typeof object.version === 'number' && Number.isInteger(object.version)) {
       throw new LicenseServerError(
         'LICENSE_FILE_UNSUPPORTED_VERSION',
-        `license file has format version ${object.version}; this license-server reads version ${LICENSE_FILE_VERSION}`,
+        `license file has format version ${object.version}; this license-server reads versions ${LICENSE_FILE_VERSION} and ${LICENSE_FILE_VERSION_2}`,
       );
     }
     malformed('the field "version" is missing or not an integer');
   }
+  const version = object.version as 1 | 2;
   for (const field of FIELDS) {
     if (!OPTIONAL.has(field) && !(field in object)) malformed(`the field "${field}" is missing`);
   }
+  const known: readonly string[] = version === 1 ? FIELDS : FIELDS_V2;
   for (const field of Object.keys(object)) {
-    if (!FIELDS.includes(field)) malformed(`the field "${field}" is not part of format version 1`);
+    if (!known.includes(field)) malformed(`the field "${field}" is not part of format version ${version}`);
+  }
+  if (version === 2 && !V2_MEMBERS.some((member) => member in object)) {
+    malformed(`a version 2 file must carry ${V2_MEMBERS.map((member) => `"${member}"`).join(' or ')}; without, it is written as version 1`);
   }
 
   const payload = checkPayload(object);
@@ -256,8 +271,11 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
     if (!sealed || sealed.length !== SEALED_KEY_LENGTH) malformed(`"encrypted_key" must be the Base64 of ${SEALED_KEY_LENGTH} bytes`);
     if (hardwareId === '') malformed('"encrypted_key" requires a "hardware_id"');
   }
+  if ('request_nonce' in object && !(typeof object.request_nonce === 'string' && REQUEST_NONCE.test(object.request_nonce))) {
+    malformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)');
+  }
   const payload: LicenseFilePayload = {
-    version: 1,
+    version: object.version as 1 | 2,
     license_id: licenseId,
     license_key_prefix: prefix,
     customer_name: text('customer_name'),
@@ -270,6 +288,7 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
     issued_at: timestamp('issued_at'),
     issuer: text('issuer'),
     ...('key_id' in object ? { key_id: object.key_id as string } : {}),
+    ...('request_nonce' in object ? { request_nonce: object.request_nonce as string } : {}),
   };
   if (payload.valid_until <= payload.valid_from) malformed('"valid_until" must be after "valid_from"');
   return payload;

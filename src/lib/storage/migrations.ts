@@ -364,6 +364,27 @@ function signingKeyEndorsements(t: (typeof T)['sqlite']): string[] {
   ];
 }
 
+/**
+ * Activation requests answered (offline/request-checkout.ts): one row per request nonce, with
+ * the license and machine it was answered for, so that the same request is answered again
+ * for the same machine and a copy altered to name another is refused. Rows live as long as
+ * the request could be used (7 days from created_at, the request's own date); the checkout
+ * prunes older ones. No foreign key, as for the endorsements: the rows move with a backup
+ * whatever order its tables load in.
+ */
+function activationRequests(t: (typeof T)['sqlite']): string[] {
+  return [
+    `CREATE TABLE activation_requests (
+      nonce TEXT PRIMARY KEY CHECK (length(nonce) = 22),
+      license_id ${t.id} NOT NULL,
+      hardware_id TEXT NOT NULL,
+      created_at ${t.ts} NOT NULL,
+      used_at ${t.ts} NOT NULL
+    )`,
+    `CREATE INDEX activation_requests_created ON activation_requests (created_at)`,
+  ];
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -375,6 +396,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 8, name: 'license deadlines', sqlite: LICENSE_DEADLINES, postgres: LICENSE_DEADLINES },
   { version: 9, name: 'off-site copies', sqlite: backupCopies(T.sqlite), postgres: backupCopies(T.postgres) },
   { version: 10, name: 'key endorsements', sqlite: signingKeyEndorsements(T.sqlite), postgres: signingKeyEndorsements(T.postgres) },
+  { version: 11, name: 'activation requests', sqlite: activationRequests(T.sqlite), postgres: activationRequests(T.postgres) },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
@@ -403,6 +425,7 @@ export const TABLES: ReadonlyArray<{ readonly name: string; readonly since: numb
   { name: 'notification_marks', since: 7 },
   { name: 'backup_copies', since: 9 },
   { name: 'signing_key_endorsements', since: 10 },
+  { name: 'activation_requests', since: 11 },
 ];
 
 // Arbitrary but fixed: every license-server process takes this advisory lock to migrate.

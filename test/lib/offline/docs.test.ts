@@ -20,8 +20,26 @@ function signedFile(from: LicenseFilePayload, change: Partial<Record<keyof Licen
 }
 
 describe('docs/offline-license-format.md', () => {
+  /** A section from its heading to the next `## ` heading or the end. */
+  const tail = (n: number) => new RegExp(`^## ${n}\\. [^\\n]*\\n([\\s\\S]*?)(?=^## |(?![\\s\\S]))`, 'm').exec(doc)![1]!;
+  const tableMembers = (text: string) => [...text.matchAll(/^\| `([a-z_]+)` \| (?:number|string|array) \|/gm)].map((m) => m[1]).sort();
+
+  it('section 12 documents every member of the activation request, and section 13 the member of version 2', () => {
+    const requests = JSON.parse(readFileSync(new URL('../../vectors/activation-request-v1.json', import.meta.url), 'utf8'));
+    const withPrevious = requests.accept.find((v: { name: string }) => v.name === 'with-previous-hardware-id').request;
+    assert.deepEqual(tableMembers(tail(12)), Object.keys(withPrevious).sort());
+    assert.deepEqual(tableMembers(tail(13)), ['request_nonce']);
+    assert.ok(doc.includes(requests.license_key_digest), 'the digest of the worked example');
+    assert.ok(doc.includes(requests.canonical_json), 'the request\'s canonical JSON');
+    for (const line of requests.text.split('\n')) assert.ok(doc.includes(line), `the request's text: ${line}`);
+    const v2 = JSON.parse(readFileSync(new URL('../../vectors/offline-license-v2.json', import.meta.url), 'utf8'));
+    for (const vector of v2.refuse) assert.ok(oneLine(doc).includes(vector.message.replace(/^license file is malformed: /, '')), vector.message);
+    assert.ok(doc.includes(v2.vectors[0].signature), 'the v2 vector\'s signature');
+    assert.ok(doc.includes(Buffer.from(v2.vectors[0].canonical_payload_hex, 'hex').toString('utf8')), 'the v2 vector\'s signed bytes');
+  });
+
   it('documents every field of the format, and no other', () => {
-    const documented = [...doc.matchAll(/^\| `([a-z_]+)` \| (?:number|string|array) \|/gm)].map((m) => m[1]).sort();
+    const documented = [...section(3).matchAll(/^\| `([a-z_]+)` \| (?:number|string|array) \|/gm)].map((m) => m[1]).sort();
     const fields = new Set<string>();
     for (const vector of vectors.vectors) for (const key of Object.keys(vector.payload)) fields.add(key);
     fields.add('signature');

@@ -83,8 +83,9 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
     );
     if (present.rows[0]!.n === CARRIED_TABLES.length) {
       const machines = await hasTable(client, 'machines');
-      await client.query(`LOCK TABLE ${[...CARRIED_TABLES, 'signing_keys', ...(machines ? ['machines'] : [])].join(', ')} IN SHARE MODE`);
-      await carry.read(tx, { machines });
+      const activationRequests = await hasTable(client, 'activation_requests');
+      await client.query(`LOCK TABLE ${[...CARRIED_TABLES, 'signing_keys', ...(machines ? ['machines'] : []), ...(activationRequests ? ['activation_requests'] : [])].join(', ')} IN SHARE MODE`);
+      await carry.read(tx, { machines, activationRequests });
       await keys.read(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at') });
     }
     // The dump is written unqualified (docs/backup-format.md), so it loads wherever the
@@ -123,7 +124,7 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
         for (const { name } of loaded.rows) await client.query(`ALTER TABLE ${staging}.${name} SET SCHEMA ${home}`);
         // RESTRICT: anything else the dump made is refused rather than dropped unseen.
         await client.query(`DROP SCHEMA ${staging} RESTRICT`);
-        await carry.apply(tx, { machines: await hasTable(client, 'machines') });
+        await carry.apply(tx, { machines: await hasTable(client, 'machines'), activationRequests: await hasTable(client, 'activation_requests') });
         await keys.apply(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at'), at });
         await client.query('COMMIT');
       } catch (error) {

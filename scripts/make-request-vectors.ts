@@ -1,0 +1,161 @@
+// Writes test/vectors/activation-request-v1.json (the activation request file) and
+// test/vectors/offline-license-v2.json (.lic version 2 with request_nonce), as pinned in
+// docs/offline-license-format.md sections 12 and 13: `node --import tsx scripts/make-request-vectors.ts`.
+// Every input is fixed (keys from RFC 7748 and RFC 8032, nonce bytes counting up), so the
+// output is too. test/lib/offline/request-vectors.test.ts and
+// clients/go/offline/request_vectors_test.go hold the two implementations to it.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { x25519 } from '@noble/curves/ed25519.js';
+import canonicalize from 'canonicalize';
+import {
+  ACTIVATION_REQUEST_BEGIN,
+  ACTIVATION_REQUEST_END,
+  encodeActivationRequest,
+  LICENSE_KEY_DIGEST_CONTEXT,
+  licenseKeyDigest,
+  type ActivationRequest,
+} from '../src/lib/offline/activation-request.js';
+import { signEd25519 } from '../src/lib/offline/ed25519.js';
+import { canonicalPayloadBytes, encodeLicenseFile, type LicenseFilePayload } from '../src/lib/offline/format.js';
+
+const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
+const lic = JSON.parse(readFileSync(new URL('../test/vectors/offline-license-v1.json', import.meta.url), 'utf8'));
+const secretKey = Buffer.from(lic.signing_secret_key_hex, 'hex');
+const bound = lic.vectors.find((vector: { name: string }) => vector.name === 'bound-with-key');
+
+// RFC 7748 section 6.1: Alice's private key, whose public key anyone can look up.
+const machinePrivate = Buffer.from('77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a', 'hex');
+const machinePublic = x25519.getPublicKey(machinePrivate);
+const nonce = Buffer.from('000102030405060708090a0b0c0d0e0f', 'hex');
+const licenseKey = '7KQ2-M9XD-1RTV-4HJP-8WNC-3FGB-6ZSY';
+const typed = ' 7kq2 m9xd 1rtv 4hjp 8wnc 3fgb 6zsy\n';
+
+const request: ActivationRequest = {
+  format: 'license-server-activation-request',
+  version: 1,
+  license_key_prefix: licenseKey.slice(0, 8),
+  license_key_digest: licenseKeyDigest(licenseKey),
+  hardware_id: bound.binding.hardware_id,
+  machine_name: 'Prüfstand 3 — Halle B',
+  app_version: '4.2.0',
+  machine_key: Buffer.from(machinePublic).toString('base64url'),
+  nonce: nonce.toString('base64url'),
+  created_at: '2026-11-22T09:30:00Z',
+};
+if (licenseKeyDigest(typed) !== request.license_key_digest) throw new Error('a key typed in lower case with spaces must give the same digest');
+const text = encodeActivationRequest(request);
+const json = canonicalize(request)!;
+// Six "~" hold a 3-byte group at every alignment, whose Base64 is "fn5+": base64url differs there.
+const tildes = canonicalize({ ...request, machine_name: 'bench ~~~~~~' })!;
+if (!/[+/]/.test(Buffer.from(tildes, 'utf8').toString('base64'))) throw new Error('the base64url vector needs a + or / in the Base64');
+const withPrevious: ActivationRequest = { ...request, previous_hardware_id: 'hw1-0123456789abcdef0123456789abcdef' };
+
+/** A request text whose JSON is `object` written as given (not necessarily canonical). */
+function armoured(jsonText: string, width = 64): string {
+  const base64 = Buffer.from(jsonText, 'utf8').toString('base64');
+  return `${ACTIVATION_REQUEST_BEGIN}\n${base64.match(new RegExp(`.{1,${width}}`, 'g'))!.join('\n')}\n${ACTIVATION_REQUEST_END}\n`;
+}
+const changed = (members: Record<string, unknown>, without: string[] = []) => {
+  const object: Record<string, unknown> = { ...request, ...members };
+  for (const name of without) delete object[name];
+  return armoured(canonicalize(object)!);
+};
+const malformed = (reason: string) => `activation request is malformed: ${reason}`;
+
+const requestVectors = {
+  description: 'Activation request files (docs/offline-license-format.md section 12). "request" is the valid request, "text" its file; "accept" are other texts of valid requests with what they decode to; "refuse" are texts every reader refuses with ACTIVATION_REQUEST_MALFORMED and the message given.',
+  license_key: licenseKey,
+  license_key_as_typed: typed,
+  license_key_digest_input: LICENSE_KEY_DIGEST_CONTEXT + licenseKey,
+  license_key_digest: request.license_key_digest,
+  machine_private_key_hex: hex(machinePrivate),
+  machine_public_key_hex: hex(machinePublic),
+  nonce_hex: hex(nonce),
+  request,
+  canonical_json: json,
+  text,
+  accept: [
+    { name: 'with-previous-hardware-id', request: withPrevious, text: encodeActivationRequest(withPrevious) },
+    { name: 'crlf-and-rewrapped', description: 'the text with CRLF line ends, wrapped at 76 columns, indented, with blank lines around', request, text: `\r\n  ${armoured(json, 76).replace(/\n/g, '\r\n  ')}\r\n` },
+  ],
+  refuse: [
+    { name: 'empty', text: '', message: malformed('it is empty') },
+    { name: 'no-begin-line', text: text.replace(`${ACTIVATION_REQUEST_BEGIN}\n`, ''), message: malformed(`it does not start with the line ${ACTIVATION_REQUEST_BEGIN}`) },
+    { name: 'truncated', text: text.slice(0, 200), message: malformed(`it does not end with the line ${ACTIVATION_REQUEST_END} (it may be truncated)`) },
+    { name: 'text-after-end', text: `${text}-- \nsent from my phone\n`, message: malformed(`it does not end with the line ${ACTIVATION_REQUEST_END} (it may be truncated)`) },
+    { name: 'base64url-body', description: 'a valid request (machine name "bench ~~~~~~") in base64url without padding', text: armoured(tildes).replace(/\+/g, '-').replace(/\//g, '_').replace(/=/g, ''), message: malformed('the text between its BEGIN and END lines is not standard Base64') },
+    { name: 'non-canonical-base64', text: nonCanonicalBase64(json), message: malformed('the Base64 is not the canonical encoding of its bytes') },
+    { name: 'not-json', text: armoured('format=license-server-activation-request'), message: malformed('the decoded content is not JSON') },
+    { name: 'not-canonical-json', text: armoured(JSON.stringify(request, null, 1)), message: malformed('its JSON is not in RFC 8785 canonical form (members sorted, no spaces, each member once)') },
+    { name: 'member-twice', text: armoured(json.replace('{', `{"app_version":"9.9.9",`)), message: malformed('its JSON is not in RFC 8785 canonical form (members sorted, no spaces, each member once)') },
+    { name: 'unknown-member', text: changed({ license_key: licenseKey }), message: malformed('the member "license_key" is not part of an activation request') },
+    { name: 'missing-nonce', text: changed({}, ['nonce']), message: malformed('the member "nonce" is missing') },
+    { name: 'wrong-format', text: changed({ format: 'license-server-license' }), message: malformed('"format" must be "license-server-activation-request"') },
+    { name: 'version-2', text: changed({ version: 2 }), message: malformed('it has version 2; this license-server reads version 1') },
+    { name: 'nonce-15-bytes', text: changed({ nonce: nonce.subarray(0, 15).toString('base64url') }), message: malformed('"nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    { name: 'nonce-padded', text: changed({ nonce: `${nonce.toString('base64url')}==` }), message: malformed('"nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    { name: 'nonce-non-canonical', text: changed({ nonce: `${nonce.toString('base64url').slice(0, 21)}x` }), message: malformed('"nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    { name: 'machine-key-standard-base64', text: changed({ machine_key: Buffer.from('fbff'.repeat(16), 'hex').toString('base64').replace(/=+$/, '') }), message: malformed('"machine_key" must be the unpadded base64url of 32 bytes (43 characters)') },
+    { name: 'digest-hex', text: changed({ license_key_digest: 'ab'.repeat(32) }), message: malformed('"license_key_digest" must be the unpadded base64url of 32 bytes (43 characters)') },
+    { name: 'prefix-7', text: changed({ license_key_prefix: '7KQ2-M9' }), message: malformed('"license_key_prefix" must be 8 UTF-16 code units') },
+    { name: 'hardware-id-empty', text: changed({ hardware_id: '' }), message: malformed('"hardware_id": must not be empty') },
+    { name: 'hardware-id-not-nfc', text: changed({ hardware_id: 'HW-4f2a-9c1e-u\u0308' }), message: malformed('"hardware_id" must be in Unicode NFC') },
+    { name: 'previous-hardware-id-same', text: changed({ previous_hardware_id: request.hardware_id }), message: malformed('"previous_hardware_id" must not equal "hardware_id"') },
+    { name: 'machine-name-control', text: changed({ machine_name: 'bench\t3' }), message: malformed('"machine_name" must be a string of at most 255 UTF-16 code units without control characters') },
+    { name: 'app-version-101', text: changed({ app_version: '1'.repeat(101) }), message: malformed('"app_version" must be a string of at most 100 UTF-16 code units without control characters') },
+    { name: 'created-at-fraction', text: changed({ created_at: '2026-11-22T09:30:00.000Z' }), message: malformed('"created_at" must be an RFC 3339 UTC timestamp with second precision, such as 2026-11-22T10:00:00Z') },
+    { name: 'created-at-february-30', text: changed({ created_at: '2026-02-30T09:30:00Z' }), message: malformed('"created_at" must be an RFC 3339 UTC timestamp with second precision, such as 2026-11-22T10:00:00Z') },
+  ],
+};
+
+/** The request's Base64 with the unused low bits of its last symbol set: same bytes, another text. */
+function nonCanonicalBase64(jsonText: string): string {
+  const base64 = Buffer.from(jsonText, 'utf8').toString('base64');
+  if (!base64.endsWith('=')) throw new Error('the vector needs padding');
+  const at = base64.indexOf('=') - 1;
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  const altered = `${base64.slice(0, at)}${alphabet[alphabet.indexOf(base64[at]!) + 1]}${base64.slice(at + 1)}`;
+  return `${ACTIVATION_REQUEST_BEGIN}\n${altered.match(/.{1,64}/g)!.join('\n')}\n${ACTIVATION_REQUEST_END}\n`;
+}
+
+// .lic version 2: bound-with-key's payload, answering the request above.
+const v2Payload = { ...(bound.payload as LicenseFilePayload), version: 2, request_nonce: request.nonce } as LicenseFilePayload;
+const v2Canonical = canonicalPayloadBytes(v2Payload);
+const v2Signature = signEd25519(v2Canonical, secretKey);
+const v2File = encodeLicenseFile(v2Payload, v2Signature);
+const signedFile = (payload: Record<string, unknown>) => encodeLicenseFile(payload as unknown as LicenseFilePayload, signEd25519(canonicalPayloadBytes(payload as unknown as LicenseFilePayload), secretKey));
+const { request_nonce: _nonce, ...v2WithoutNonce } = v2Payload;
+const fileMalformed = (reason: string) => `license file is malformed: ${reason}`;
+
+const v2Vectors = {
+  description: '.lic format version 2 (docs/offline-license-format.md section 13): "vectors" verify with signing-key.pem at "now" and "hardware_id", unseal "decryption_key_hex" and answer the request of activation-request-v1.json; "refuse" are files every reader of version 2 refuses with "code" and "message".',
+  public_key_pem: lic.public_key_pem,
+  now: '2026-11-22T12:00:00Z',
+  vectors: [
+    {
+      name: 'request-nonce',
+      payload: v2Payload,
+      canonical_payload_hex: hex(v2Canonical),
+      signature: Buffer.from(v2Signature).toString('base64'),
+      file: v2File,
+      hardware_id: bound.binding.hardware_id,
+      decryption_key_hex: bound.binding.decryption_key_hex,
+      request_nonce: request.nonce,
+    },
+  ],
+  refuse: [
+    { name: 'version-2-without-v2-members', file: signedFile(v2WithoutNonce), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('a version 2 file must carry "request_nonce"; without, it is written as version 1') },
+    { name: 'version-1-with-request-nonce', file: signedFile({ ...v2Payload, version: 1 }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('the field "request_nonce" is not part of format version 1') },
+    { name: 'request-nonce-21-characters', file: signedFile({ ...v2Payload, request_nonce: request.nonce.slice(0, 21) }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    { name: 'request-nonce-non-canonical', file: signedFile({ ...v2Payload, request_nonce: `${request.nonce.slice(0, 21)}x` }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    { name: 'request-nonce-padded', file: signedFile({ ...v2Payload, request_nonce: `${request.nonce}==` }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    { name: 'request-nonce-not-a-string', file: signedFile({ ...v2Payload, request_nonce: 16 }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    { name: 'version-3', file: signedFile({ ...v2Payload, version: 3 }), code: 'LICENSE_FILE_UNSUPPORTED_VERSION', message: 'license file has format version 3; this license-server reads versions 1 and 2' },
+  ],
+};
+
+writeFileSync(new URL('../test/vectors/activation-request-v1.json', import.meta.url), `${JSON.stringify(requestVectors, null, 2)}\n`);
+writeFileSync(new URL('../test/vectors/offline-license-v2.json', import.meta.url), `${JSON.stringify(v2Vectors, null, 2)}\n`);
+writeFileSync(new URL('../test/vectors/request-nonce.lic', import.meta.url), v2File);
+writeFileSync(new URL('../test/vectors/activation-request.txt', import.meta.url), text);
+console.log('wrote test/vectors/activation-request-v1.json, offline-license-v2.json, request-nonce.lic and activation-request.txt');

@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { listAudit } from '../../../src/lib/audit.js';
+import type { OperationContext } from '../../../src/lib/context.js';
+import { createCustomer } from '../../../src/lib/customers.js';
+import { LicenseServerError } from '../../../src/lib/errors.js';
+import { createLicense, type License } from '../../../src/lib/licensing/licenses.js';
+import type { ActivationRequest } from '../../../src/lib/offline/activation-request.js';
+import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
+import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
+import { publicKeyFromPem } from '../../../src/lib/crypto/ed25519-pem.js';
+import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
+import type { Database } from '../../../src/lib/storage/types.js';
+import { activationRequestFor } from '../../support/activation-request.js';
+import { forEachEngine } from '../../support/engines.js';
+
+const DAY = 86_400_000;
+const fixedNow = new Date('2026-11-22T10:00:00.600Z');
+const at = (ms: number) => ({ actor: 'cli:tester', issuer: 'licenses.example.com', clock: () => new Date(fixedNow.getTime() + ms) });
+const context = at(0);
+const setup: OperationContext = { actor: 'cli:setup', clock: () => new Date(fixedNow.getTime() - DAY) };
+
+/** A request made at 09:30, half an hour before the checkouts of `context`. */
+function requestFor(licenseKey: string, hardwareId: string, changes: Partial<ActivationRequest> = {}): { text: string; request: ActivationRequest } {
+  return activationRequestFor(licenseKey, hardwareId, { created_at: '2026-11-22T09:30:00Z', ...changes });
+}
+
+async function refused(promise: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
+  await assert.rejects(promise, (error: unknown) => {
+    assert.ok(error instanceof LicenseServerError, String(error));
+    assert.equal(error.code, code, error.message);
+    if (message) assert.match(error.message, message);
+    return true;
+  });
+}
+
+forEachEngine('checkout with an activation request', (fixture) => {
+  let db: Database;
+  let publicKey: Uint8Array;
+  let oneSeat: License;
+  let keyed: License;
+  let other: License;
+
+  before(async () => {
+    db = await fixture.freshDatabase();
+    publicKey = publicKeyFromPem((await ensureSigningKey(db, setup)).public_key_pem);
+    const customerId = (await createCustomer(db, { name: 'Air-gapped Works' }, setup)).id;
+    oneSeat = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01', maxMachines: 1 }, setup);
+    keyed = await createLicense(db, { customerId, type: 'hybrid', validUntil: '2028-01-01', withDecryptionKey: true }, setup);
+    other = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01' }, setup);
+  });
+
+  after(async () => {
+    await db.close();
+  });
+
+  it('writes a version 2 file bound to the request\'s machine, carrying its nonce, and counts the machine', async () => {
+    const { text, request } = requestFor(oneSeat.key, 'hw2-bench-3');
+    const result = await checkoutLicense(db, oneSeat.id, { ttlDays: 30, activationRequest: text }, context);
+    const { payload } = verifyLicenseFile(result.license_file, { publicKey, hardwareId: 'hw2-bench-3', now: fixedNow });
+    assert.equal(payload.version, 2);
+    assert.equal(payload.request_nonce, request.nonce);
+    assert.equal(payload.hardware_id, 'hw2-bench-3');
+    const machines = await db.query('SELECT hardware_id, name, client_version FROM machines WHERE license_id = ?', [oneSeat.id]);
+    assert.deepEqual(machines.map((row) => [row.hardware_id, row.name, row.client_version]), [['hw2-bench-3', 'bench 3', '4.2.0']]);
+    const [entry] = await listAudit(db, { action: 'license.checked_out', entityId: oneSeat.id });
+    assert.equal(entry!.details.request_nonce, request.nonce);
+    assert.equal(entry!.details.hardware_id, 'hw2-bench-3');
+    const rows = await db.query('SELECT nonce, license_id, hardware_id FROM activation_requests WHERE nonce = ?', [request.nonce]);
+    assert.deepEqual(rows.map((row) => [row.nonce, String(row.license_id), row.hardware_id]), [[request.nonce, oneSeat.id, 'hw2-bench-3']]);
+
+    // The same request again (a USB write that failed): a new file, for the same machine and seat.
+    const again = await checkoutLicense(db, oneSeat.id, { ttlDays: 30, activationRequest: text }, at(60_000));
+    assert.equal(verifyLicenseFile(again.license_file, { publicKey, hardwareId: 'hw2-bench-3', now: fixedNow }).payload.request_nonce, request.nonce);
+    assert.equal(String((await db.query('SELECT count(*) AS n FROM machines WHERE license_id = ?', [oneSeat.id]))[0]!.n), '1');
+    // Another machine's request is refused: the one seat is taken.
+    await refused(checkoutLicense(db, oneSeat.id, { ttlDays: 30, activationRequest: requestFor(oneSeat.key, 'hw2-bench-4').text }, context), 'MACHINE_LIMIT_EXCEEDED');
+  });
+
+  it('seals a license\'s decryption key to the request\'s hardware ID', async () => {
+    const { text } = requestFor(keyed.key, 'hw2-keyed');
+    const result = await checkoutLicense(db, keyed.key, { ttlDays: 7, activationRequest: text }, context);
+    const verified = verifyLicenseFile(result.license_file, { publicKey, hardwareId: 'hw2-keyed', now: fixedNow });
+    assert.equal(verified.decryptionKey?.length, 32);
+    assert.equal(verified.payload.version, 2);
+  });
+
+  it('writes version 1, byte for byte as before, for every checkout without a request', async () => {
+    const result = await checkoutLicense(db, other.id, { ttlDays: 7, hardwareId: 'hw2-plain' }, context);
+    const json = Buffer.from(result.license_file, 'base64').toString('utf8');
+    assert.match(json, /"version":1\}$/);
+    assert.doesNotMatch(json, /request_nonce/);
+  });
+
+  it('refuses a request that is malformed, for another license, too old or from the future, with no trace', async () => {
+    const before = (await listAudit(db, { action: 'license.checked_out' })).length;
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: 'hello' }, context), 'ACTIVATION_REQUEST_MALFORMED', /^activation request is malformed: it does not start with the line/);
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: 42 }, context), 'ACTIVATION_REQUEST_MALFORMED', /must be the request file's text, got number/);
+    await refused(
+      checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: requestFor(oneSeat.key, 'hw2-x').text }, context),
+      'ACTIVATION_REQUEST_WRONG_LICENSE',
+      new RegExp(`^the activation request is for another license \\(key ${oneSeat.key_prefix}\\.\\.\\.\\), not license ${other.id}$`),
+    );
+    // The window: 7 days back from the server's time, 5 minutes ahead.
+    const old = requestFor(other.key, 'hw2-x', { created_at: '2026-11-15T09:59:59Z' });
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: old.text }, context), 'ACTIVATION_REQUEST_EXPIRED', /made at 2026-11-15T09:59:59Z, more than 7 days ago/);
+    const ahead = requestFor(other.key, 'hw2-x', { created_at: '2026-11-22T10:06:00Z' });
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: ahead.text }, context), 'ACTIVATION_REQUEST_EXPIRED', /more than 5 minutes ahead/);
+    // A shorter window (offline.request_window_days): a request of yesterday is too old for one day.
+    const yesterday = requestFor(other.key, 'hw2-x', { created_at: '2026-11-21T09:59:59Z' });
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: yesterday.text }, { ...context, requestWindowDays: 1 }), 'ACTIVATION_REQUEST_EXPIRED', /more than 1 day ago/);
+    const edge = requestFor(other.key, 'hw2-edge', { created_at: '2026-11-22T10:05:00Z' });
+    await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: edge.text }, context);
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, hardwareId: 'hw2-x', activationRequest: edge.text }, context), 'INVALID_INPUT', /not both/);
+    assert.equal((await listAudit(db, { action: 'license.checked_out' })).length, before + 1);
+    assert.equal(String((await db.query('SELECT count(*) AS n FROM activation_requests WHERE hardware_id = ?', ['hw2-x']))[0]!.n), '0');
+  });
+
+  it('refuses a nonce used for another hardware ID or another license (REPLAYED), and only within its window', async () => {
+    const first = requestFor(other.key, 'hw2-first');
+    await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: first.text }, context);
+    const altered = requestFor(other.key, 'hw2-altered', { nonce: first.request.nonce });
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: altered.text }, context), 'ACTIVATION_REQUEST_REPLAYED', /already used for another hardware ID/);
+    const elsewhere = requestFor(keyed.key, 'hw2-first', { nonce: first.request.nonce });
+    await refused(checkoutLicense(db, keyed.id, { ttlDays: 7, activationRequest: elsewhere.text }, context), 'ACTIVATION_REQUEST_REPLAYED', /already used for another license/);
+    const redated = requestFor(other.key, 'hw2-first', { nonce: first.request.nonce, created_at: '2026-11-22T09:31:00Z' });
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: redated.text }, context), 'ACTIVATION_REQUEST_REPLAYED', /made at another time/);
+    // Eight days on, the request is refused by its date, and its row is pruned by the next request's checkout.
+    const later = at(8 * DAY);
+    await refused(checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: first.text }, later), 'ACTIVATION_REQUEST_EXPIRED');
+    await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: requestFor(other.key, 'hw2-later', { created_at: '2026-11-30T09:00:00Z' }).text }, later);
+    assert.deepEqual(await db.query('SELECT nonce FROM activation_requests WHERE nonce = ?', [first.request.nonce]), []);
+  });
+});

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { createHash, createPublicKey, verify as nodeVerify } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { x25519 } from '@noble/curves/ed25519.js';
+import canonicalize from 'canonicalize';
+import { LicenseServerError } from '../../../src/lib/errors.js';
+import {
+  decodeActivationRequest,
+  encodeActivationRequest,
+  licenseKeyDigest,
+  type ActivationRequest,
+} from '../../../src/lib/offline/activation-request.js';
+import { canonicalPayloadBytes, decodeLicenseFile, encodeLicenseFile, type LicenseFilePayload } from '../../../src/lib/offline/format.js';
+import { signEd25519 } from '../../../src/lib/offline/ed25519.js';
+import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
+
+const vectorsUrl = new URL('../../vectors/', import.meta.url);
+const requests = JSON.parse(readFileSync(new URL('activation-request-v1.json', vectorsUrl), 'utf8')) as {
+  license_key: string;
+  license_key_as_typed: string;
+  license_key_digest_input: string;
+  license_key_digest: string;
+  machine_private_key_hex: string;
+  machine_public_key_hex: string;
+  nonce_hex: string;
+  request: ActivationRequest;
+  canonical_json: string;
+  text: string;
+  accept: Array<{ name: string; request: ActivationRequest; text: string }>;
+  refuse: Array<{ name: string; text: string; message: string }>;
+};
+const v2 = JSON.parse(readFileSync(new URL('offline-license-v2.json', vectorsUrl), 'utf8')) as {
+  public_key_pem: string;
+  now: string;
+  vectors: Array<{ name: string; payload: LicenseFilePayload; canonical_payload_hex: string; signature: string; file: string; hardware_id: string; decryption_key_hex: string; request_nonce: string }>;
+  refuse: Array<{ name: string; file: string; code: string; message: string }>;
+};
+const v1 = JSON.parse(readFileSync(new URL('offline-license-v1.json', vectorsUrl), 'utf8')) as { signing_secret_key_hex: string };
+
+function refusedWith(code: string, message: string) {
+  return (error: unknown) => {
+    assert.ok(error instanceof LicenseServerError, String(error));
+    assert.equal(error.code, code);
+    assert.equal(error.message, message);
+    return true;
+  };
+}
+
+describe('activation request vectors (test/vectors/activation-request-v1.json)', () => {
+  it('the digest is SHA-256 of the context line and the canonical key, unpadded base64url; a key typed otherwise gives the same', () => {
+    const independent = createHash('sha256').update(Buffer.from(requests.license_key_digest_input, 'utf8')).digest('base64').replace(/=+$/, '').replace(/\+/g, '-').replace(/\//g, '_');
+    assert.equal(requests.license_key_digest, independent);
+    assert.equal(requests.license_key_digest_input, `license-server/v1/activation-request\n${requests.license_key}`);
+    assert.equal(licenseKeyDigest(requests.license_key), requests.license_key_digest);
+    assert.equal(licenseKeyDigest(requests.license_key_as_typed), requests.license_key_digest);
+  });
+
+  it('the machine key is the X25519 public key of the private key given (RFC 7748 section 6.1), and the nonce its bytes', () => {
+    assert.equal(Buffer.from(x25519.getPublicKey(Buffer.from(requests.machine_private_key_hex, 'hex'))).toString('hex'), requests.machine_public_key_hex);
+    assert.equal(requests.machine_public_key_hex, '8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a');
+    assert.equal(Buffer.from(requests.request.machine_key, 'base64url').toString('hex'), requests.machine_public_key_hex);
+    assert.equal(Buffer.from(requests.request.nonce, 'base64url').toString('hex'), requests.nonce_hex);
+  });
+
+  it('the text is the armour around the Base64 of the canonical JSON, 64 columns a line; the writer makes it byte for byte', () => {
+    assert.equal(canonicalize(requests.request), requests.canonical_json);
+    const lines = requests.text.split('\n');
+    assert.equal(lines[0], '-----BEGIN LICENSE ACTIVATION REQUEST-----');
+    assert.deepEqual(lines.slice(-2), ['-----END LICENSE ACTIVATION REQUEST-----', '']);
+    const body = lines.slice(1, -2);
+    assert.ok(body.slice(0, -1).every((line) => line.length === 64) && body.at(-1)!.length <= 64);
+    assert.equal(Buffer.from(body.join(''), 'base64').toString('utf8'), requests.canonical_json);
+    assert.equal(encodeActivationRequest(requests.request), requests.text);
+    assert.equal(readFileSync(new URL('activation-request.txt', vectorsUrl), 'utf8'), requests.text);
+    assert.deepEqual(decodeActivationRequest(requests.text), requests.request);
+    assert.deepEqual(decodeActivationRequest(Buffer.from(requests.text)), requests.request);
+  });
+
+  for (const vector of requests.accept) {
+    it(`accepts ${vector.name}`, () => {
+      assert.deepEqual(decodeActivationRequest(vector.text), vector.request);
+    });
+  }
+
+  for (const vector of requests.refuse) {
+    it(`refuses ${vector.name}: ${vector.message}`, () => {
+      assert.throws(() => decodeActivationRequest(vector.text), refusedWith('ACTIVATION_REQUEST_MALFORMED', vector.message));
+    });
+  }
+});
+
+describe('.lic version 2 vectors (test/vectors/offline-license-v2.json)', () => {
+  const now = new Date(v2.now);
+
+  for (const vector of v2.vectors) {
+    it(`${vector.name}: verifies, unseals, answers the request's nonce; the writer makes it byte for byte`, () => {
+      const verified = verifyLicenseFile(vector.file, { publicKey: v2.public_key_pem, hardwareId: vector.hardware_id, now });
+      assert.deepEqual(verified.payload, vector.payload);
+      assert.equal(verified.payload.request_nonce, requests.request.nonce);
+      assert.equal(Buffer.from(verified.decryptionKey!).toString('hex'), vector.decryption_key_hex);
+      const canonical = canonicalPayloadBytes(vector.payload);
+      assert.equal(Buffer.from(canonical).toString('hex'), vector.canonical_payload_hex);
+      assert.equal(Buffer.from(canonical).toString('utf8'), canonicalize(vector.payload));
+      // Independently of our signer: node:crypto checks the signature over the canonical bytes.
+      assert.ok(nodeVerify(null, canonical, createPublicKey(v2.public_key_pem), Buffer.from(vector.signature, 'base64')));
+      const signature = signEd25519(canonical, Buffer.from(v1.signing_secret_key_hex, 'hex'));
+      assert.equal(encodeLicenseFile(vector.payload, signature), vector.file);
+      assert.equal(readFileSync(new URL('request-nonce.lic', vectorsUrl), 'utf8'), vector.file);
+      assert.deepEqual(decodeLicenseFile(vector.file).payload, vector.payload);
+    });
+  }
+
+  for (const vector of v2.refuse) {
+    it(`refuses ${vector.name}: ${vector.code}`, () => {
+      assert.throws(() => verifyLicenseFile(vector.file, { publicKey: v2.public_key_pem, skipHardwareCheck: true, now }), refusedWith(vector.code, vector.message));
+    });
+  }
+});
