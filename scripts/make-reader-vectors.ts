@@ -126,11 +126,11 @@ const refuse = [
     message: 'license file is malformed: the field "version" is missing or not an integer',
   },
   {
-    name: 'version-2.0',
-    description: 'unbound with "version":2.0, the integer 2',
-    file: edited(unbound.file, [['"version":1}', '"version":2.0}']]),
+    name: 'version-3.0',
+    description: 'unbound with "version":3.0, the integer 3 (2.0 would be version 2, which this reader reads)',
+    file: edited(unbound.file, [['"version":1}', '"version":3.0}']]),
     code: 'LICENSE_FILE_UNSUPPORTED_VERSION',
-    message: 'license file has format version 2; this license-server reads version 1',
+    message: 'license file has format version 3; this license-server reads versions 1 and 2',
   },
   {
     name: 'hardware-id-257-code-units',

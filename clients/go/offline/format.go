@@ -9,7 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// LicenseFileVersion is the format version this package reads.
+// LicenseFileVersion is format version 1; this package reads it and version 2
+// (LicenseFileVersion2, machinekey.go).
 const LicenseFileVersion = 1
 
 // Entitlement is a licensed feature: in a .lic file, a grace token and an online answer.
@@ -39,6 +40,9 @@ type Payload struct {
 	Issuer       string
 	// KeyID names the signing key; "" when the file carries none.
 	KeyID string
+	// MachineKey (version 2) is the machine's X25519 public key, unpadded base64url;
+	// EncryptedKey is then sealed to it (80 bytes). "" when absent.
+	MachineKey string
 }
 
 // DecodedLicenseFile is a .lic file decoded and checked for form, not yet for its
@@ -59,9 +63,9 @@ var (
 	lowercaseUUID     = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	licenseFields     = []string{
 		"version", "license_id", "license_key_prefix", "customer_name", "license_type", "valid_from", "valid_until",
-		"hardware_id", "entitlements", "encrypted_key", "issued_at", "issuer", "key_id", "signature",
+		"hardware_id", "entitlements", "encrypted_key", "issued_at", "issuer", "key_id", "signature", "machine_key",
 	}
-	optionalFields = map[string]bool{"encrypted_key": true, "key_id": true}
+	optionalFields = map[string]bool{"encrypted_key": true, "key_id": true, "machine_key": true}
 )
 
 func malformed(format string, args ...any) *Error {
@@ -120,9 +124,9 @@ func DecodeLicenseFile(file []byte) (*DecodedLicenseFile, error) {
 	}
 
 	version, _ := object.Values["version"].(float64)
-	if _, isNumber := object.Values["version"].(float64); !isNumber || version != LicenseFileVersion {
+	if _, isNumber := object.Values["version"].(float64); !isNumber || (version != LicenseFileVersion && version != LicenseFileVersion2) {
 		if isNumber && isInteger(version) {
-			return nil, newError(CodeLicenseFileUnsupportedVersion, "license file has format version %s; this license-server reads version %d", FormatNumber(version), LicenseFileVersion)
+			return nil, newError(CodeLicenseFileUnsupportedVersion, "license file has format version %s; this license-server reads versions %d and %d", FormatNumber(version), LicenseFileVersion, LicenseFileVersion2)
 		}
 		return nil, malformed(`the field "version" is missing or not an integer`)
 	}
@@ -136,9 +140,12 @@ func DecodeLicenseFile(file []byte) (*DecodedLicenseFile, error) {
 		known[field] = true
 	}
 	for _, name := range object.Names {
-		if !known[name] {
-			return nil, malformed(`the field "%s" is not part of format version 1`, name)
+		if !known[name] || (version == LicenseFileVersion && name == "machine_key") {
+			return nil, malformed(`the field "%s" is not part of format version %d`, name, int(version))
 		}
+	}
+	if version == LicenseFileVersion2 && !object.Has("machine_key") {
+		return nil, malformed(`a version 2 file must have "machine_key"`)
 	}
 
 	payload, rawHardwareID, err := checkPayload(object)
@@ -250,12 +257,21 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		}
 		keyID = s
 	}
+	machineKey, err := checkMachineKeyMember(object, hardwareID)
+	if err != nil {
+		return nil, "", err
+	}
 	encryptedKey := ""
 	if v, present := object.Get("encrypted_key"); present {
 		s, isString := v.(string)
 		sealed, ok := DecodeBase64Strict(s)
-		if !isString || !ok || len(sealed) != SealedKeyLength {
-			return nil, "", malformed(`"encrypted_key" must be the Base64 of %d bytes`, SealedKeyLength)
+		// The HPKE form of a machine-key file is longer than the hardware-ID form.
+		length := SealedKeyLength
+		if machineKey != "" {
+			length = MachineSealedKeyLength
+		}
+		if !isString || !ok || len(sealed) != length {
+			return nil, "", malformed(`"encrypted_key" must be the Base64 of %d bytes`, length)
 		}
 		if hardwareID == "" {
 			return nil, "", malformed(`"encrypted_key" requires a "hardware_id"`)
@@ -286,7 +302,7 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		return nil, "", malformed(`"valid_until" must be after "valid_from"`)
 	}
 	return &Payload{
-		Version:          LicenseFileVersion,
+		Version:          int(object.Values["version"].(float64)),
 		LicenseID:        licenseID,
 		LicenseKeyPrefix: toUTF8(prefix),
 		CustomerName:     toUTF8(customerName),
@@ -299,6 +315,7 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		IssuedAt:         issuedAt,
 		Issuer:           toUTF8(issuer),
 		KeyID:            keyID,
+		MachineKey:       machineKey,
 	}, hardwareID, nil
 }
 

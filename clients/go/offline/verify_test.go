@@ -275,14 +275,14 @@ func TestMissingUnknownAndBadFields(t *testing.T) {
 
 func TestVersionFirst(t *testing.T) {
 	f := newVerifyFixture(t)
-	_, err := f.verify(forge(t, with(f.payload, "version", 2.0), f.secret), "")
-	if e := refusedWith(t, err, CodeLicenseFileUnsupportedVersion); e.Message != "license file has format version 2; this license-server reads version 1" {
+	_, err := f.verify(forge(t, with(f.payload, "version", 3.0), f.secret), "")
+	if e := refusedWith(t, err, CodeLicenseFileUnsupportedVersion); e.Message != "license file has format version 3; this license-server reads versions 1 and 2" {
 		t.Fatal(e.Message)
 	}
 	_, err = f.verify(forge(t, with(f.payload, "version", 0.0), f.secret), "")
 	refusedWith(t, err, CodeLicenseFileUnsupportedVersion, "format version 0")
-	// Checked before anything else: a version 2 file may have other members.
-	v2 := with(with(f.payload, "version", 2.0), "new_member", "x")
+	// Checked before anything else: a version 3 file may have other members.
+	v2 := with(with(f.payload, "version", 3.0), "new_member", "x")
 	_, err = f.verify(forge(t, with(v2, "license_id", remove), f.secret), "")
 	refusedWith(t, err, CodeLicenseFileUnsupportedVersion)
 	_, err = f.verify(forge(t, with(f.payload, "version", "1"), f.secret), "")

@@ -10,6 +10,7 @@ import type { Database, Engine, Queryable } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
 import { parseHardwareId, sealDecryptionKey } from './binding.js';
 import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, type LicenseFilePayload } from './format.js';
+import { machineKeyMembers, parseMachineKey } from './machine-key.js';
 import { signingKeyMissing } from '../signing-keys/keys.js';
 import { signerForKey, type LicenseSigner } from '../signing-keys/signer.js';
 import { activeSigningKey, readCheckoutSource, type CheckoutSource } from './checkout-read.js';
@@ -22,6 +23,12 @@ export interface CheckoutRequest {
   /** Whole days, 1-365. `unknown` because it arrives from JSON and flags: the type is checked here. */
   readonly ttlDays: unknown;
   readonly hardwareId?: unknown;
+  /**
+   * The machine's X25519 public key (unpadded base64url), from its activation request. A
+   * license bound with 'machine-key' is refused without one (MACHINE_KEY_REQUIRED); for a
+   * 'hardware-id' license it is not used.
+   */
+  readonly machineKey?: unknown;
 }
 
 /** Spec section 2.3, with `license_file` being the file's own text (already Base64). */
@@ -99,9 +106,10 @@ export async function recordCheckout(
 ): Promise<RecordedCheckout> {
   const ttlDays = parseTtlDays(request.ttlDays);
   const hardwareId = request.hardwareId === undefined || request.hardwareId === null ? undefined : parseHardwareId(request.hardwareId);
+  const machineKey = request.machineKey === undefined ? undefined : parseMachineKey(request.machineKey);
   checkoutsInFlight += 1;
   try {
-    return await recordAndSign(db, reference, ttlDays, hardwareId, context);
+    return await recordAndSign(db, reference, ttlDays, hardwareId, context, machineKey);
   } finally {
     checkoutsInFlight -= 1;
   }
@@ -125,6 +133,7 @@ async function recordAndSign(
   ttlDays: number,
   hardwareId: string | undefined,
   context: CheckoutContext,
+  machineKey: Uint8Array | undefined,
 ): Promise<RecordedCheckout> {
   // A refusal for the machine limit rolls the checkout back; it is counted afterwards.
   let limited: MachineRefusal | undefined;
@@ -146,7 +155,7 @@ async function recordAndSign(
       if (badReference) throw badReference;
       if (!source) throw licenseNotFound(reference);
       try {
-        return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId }, context);
+        return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId, machineKey }, context);
       } catch (error) {
         if (error instanceof LicenseServerError && error.code === 'MACHINE_LIMIT_EXCEEDED' && hardwareId !== undefined && source.license.max_machines !== null) {
           limited = { licenseId: source.license.id, hardwareId, maxMachines: source.license.max_machines };
@@ -188,7 +197,7 @@ async function issue(
   engine: Engine,
   { license, decryptionKey, machine }: CheckoutSource,
   signer: LicenseSigner,
-  { ttlDays, hardwareId }: { readonly ttlDays: number; readonly hardwareId: string | undefined },
+  { ttlDays, hardwareId, machineKey }: { readonly ttlDays: number; readonly hardwareId: string | undefined; readonly machineKey: Uint8Array | undefined },
   context: CheckoutContext,
 ): Promise<IssuedPayload> {
   if (!license.active) throw new LicenseServerError('LICENSE_INACTIVE', `license ${license.id} is not active`);
@@ -202,6 +211,8 @@ async function issue(
       hint: 'Extend or replace the license before checking it out.',
     });
   }
+  // A machine-key license is sealed to the request's machine key (version 2), never to a bare hardware ID.
+  const machineBound = machineKeyMembers(license, hardwareId, machineKey, decryptionKey);
   if (decryptionKey && hardwareId === undefined) {
     throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} has a decryption key, so a hardware_id is required`);
   }
@@ -238,10 +249,11 @@ async function issue(
     valid_until: toRfc3339Seconds(validUntil),
     hardware_id: hardwareId ?? '',
     entitlements: license.entitlements,
-    ...(decryptionKey && hardwareId !== undefined ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
+    ...(decryptionKey && hardwareId !== undefined && !machineBound ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
     issued_at: toRfc3339Seconds(issuedAt),
     issuer: context.issuer,
     ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
+    ...machineBound,
   };
   const checkoutId = randomUUID();
   await recordAudit(tx, context, {
@@ -256,6 +268,7 @@ async function issue(
       issued_at: new Date(payload.issued_at).toISOString(),
       hardware_id: hardwareId ?? null,
       encrypted_key: payload.encrypted_key !== undefined,
+      ...(payload.machine_key === undefined ? {} : { machine_key: payload.machine_key }),
       signing_key_id: signer.keyId,
     },
   });

@@ -3,6 +3,7 @@ import { KEY_ID_PATTERN } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { decodeBase64Strict, encodeBase64 } from './base64.js';
 import { MAX_HARDWARE_ID_LENGTH, SEALED_KEY_LENGTH } from './binding.js';
+import { MACHINE_SEALED_KEY_LENGTH, machineKeyMembersProblem } from './machine-key.js';
 import { repeatedMember } from './unique-members.js';
 
 /**
@@ -14,6 +15,8 @@ import { repeatedMember } from './unique-members.js';
  * JCS is RFC 8785. Free of server imports: the client library decodes with this module.
  */
 export const LICENSE_FILE_VERSION = 1;
+/** Version 2 adds `machine_key` (./machine-key.ts); a reader of this module reads both. */
+export const LICENSE_FILE_VERSION_2 = 2;
 
 export interface LicenseFileEntitlement {
   readonly code: string;
@@ -22,7 +25,7 @@ export interface LicenseFileEntitlement {
 }
 
 export interface LicenseFilePayload {
-  readonly version: 1;
+  readonly version: 1 | 2;
   readonly license_id: string;
   readonly license_key_prefix: string;
   readonly customer_name: string;
@@ -36,6 +39,8 @@ export interface LicenseFilePayload {
   readonly issuer: string;
   /** The signing key's id (crypto/key-set.ts); absent in files signed by a store's first key. */
   readonly key_id?: string;
+  /** Version 2: the machine's X25519 public key, unpadded base64url; encrypted_key is then sealed to it. */
+  readonly machine_key?: string;
 }
 
 export interface DecodedLicenseFile {
@@ -57,7 +62,7 @@ export function canonicalPayloadText(payload: LicenseFilePayload): string {
 /** The payload's members in RFC 8785 order (UTF-16 code units; all ASCII here). */
 const MEMBER_ORDER = [
   'customer_name', 'encrypted_key', 'entitlements', 'hardware_id', 'issued_at', 'issuer', 'key_id', 'license_id',
-  'license_key_prefix', 'license_type', 'valid_from', 'valid_until', 'version',
+  'license_key_prefix', 'license_type', 'machine_key', 'valid_from', 'valid_until', 'version',
 ] as const;
 
 /**
@@ -137,9 +142,11 @@ const LOWERCASE_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 const TYPES = ['time_based', 'usage_based', 'hybrid'];
 const FIELDS = [
   'version', 'license_id', 'license_key_prefix', 'customer_name', 'license_type', 'valid_from', 'valid_until',
-  'hardware_id', 'entitlements', 'encrypted_key', 'issued_at', 'issuer', 'key_id', 'signature',
+  'hardware_id', 'entitlements', 'encrypted_key', 'issued_at', 'issuer', 'key_id', 'signature', 'machine_key',
 ];
-const OPTIONAL = new Set(['encrypted_key', 'key_id']);
+const OPTIONAL = new Set(['encrypted_key', 'key_id', 'machine_key']);
+/** Members that only a version 2 file has. */
+const VERSION_2_ONLY = new Set(['machine_key']);
 
 function malformed(reason: string): never {
   throw new LicenseServerError('LICENSE_FILE_MALFORMED', `license file is malformed: ${reason}`);
@@ -182,11 +189,11 @@ export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile
   if (repeated !== undefined) malformed(`the member ${JSON.stringify(repeated)} appears twice in one object`);
   const object = parsed as Record<string, unknown>;
 
-  if (object.version !== LICENSE_FILE_VERSION) {
+  if (object.version !== LICENSE_FILE_VERSION && object.version !== LICENSE_FILE_VERSION_2) {
     if (typeof object.version === 'number' && Number.isInteger(object.version)) {
       throw new LicenseServerError(
         'LICENSE_FILE_UNSUPPORTED_VERSION',
-        `license file has format version ${object.version}; this license-server reads version ${LICENSE_FILE_VERSION}`,
+        `license file has format version ${object.version}; this license-server reads versions ${LICENSE_FILE_VERSION} and ${LICENSE_FILE_VERSION_2}`,
       );
     }
     malformed('the field "version" is missing or not an integer');
@@ -195,8 +202,11 @@ export function decodeLicenseFile(file: string | Uint8Array): DecodedLicenseFile
     if (!OPTIONAL.has(field) && !(field in object)) malformed(`the field "${field}" is missing`);
   }
   for (const field of Object.keys(object)) {
-    if (!FIELDS.includes(field)) malformed(`the field "${field}" is not part of format version 1`);
+    if (!FIELDS.includes(field) || (object.version === LICENSE_FILE_VERSION && VERSION_2_ONLY.has(field))) {
+      malformed(`the field "${field}" is not part of format version ${object.version as number}`);
+    }
   }
+  if (object.version === LICENSE_FILE_VERSION_2 && !('machine_key' in object)) malformed('a version 2 file must have "machine_key"');
 
   const payload = checkPayload(object);
   const signature = typeof object.signature === 'string' ? decodeBase64Strict(object.signature) : undefined;
@@ -251,13 +261,17 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
   if ('key_id' in object && !(typeof object.key_id === 'string' && KEY_ID_PATTERN.test(object.key_id))) {
     malformed('"key_id" must be 16 lowercase hex digits');
   }
+  const problem = machineKeyMembersProblem(object, hardwareId);
+  if (problem !== undefined) malformed(problem);
   if ('encrypted_key' in object) {
+    // The HPKE form of a machine-key file is longer than the hardware-ID form.
+    const length = 'machine_key' in object ? MACHINE_SEALED_KEY_LENGTH : SEALED_KEY_LENGTH;
     const sealed = typeof object.encrypted_key === 'string' ? decodeBase64Strict(object.encrypted_key) : undefined;
-    if (!sealed || sealed.length !== SEALED_KEY_LENGTH) malformed(`"encrypted_key" must be the Base64 of ${SEALED_KEY_LENGTH} bytes`);
+    if (!sealed || sealed.length !== length) malformed(`"encrypted_key" must be the Base64 of ${length} bytes`);
     if (hardwareId === '') malformed('"encrypted_key" requires a "hardware_id"');
   }
   const payload: LicenseFilePayload = {
-    version: 1,
+    version: object.version as 1 | 2,
     license_id: licenseId,
     license_key_prefix: prefix,
     customer_name: text('customer_name'),
@@ -270,6 +284,7 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
     issued_at: timestamp('issued_at'),
     issuer: text('issuer'),
     ...('key_id' in object ? { key_id: object.key_id as string } : {}),
+    ...('machine_key' in object ? { machine_key: object.machine_key as string } : {}),
   };
   if (payload.valid_until <= payload.valid_from) malformed('"valid_until" must be after "valid_from"');
   return payload;

@@ -202,8 +202,8 @@ describe('offline verification', () => {
     });
   });
 
-  it('refuses a version other than 1 before looking further', () => {
-    refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 2 })), 'LICENSE_FILE_UNSUPPORTED_VERSION', /format version 2/);
+  it('refuses a version other than 1 and 2 before looking further', () => {
+    refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 3 })), 'LICENSE_FILE_UNSUPPORTED_VERSION', /format version 3; this license-server reads versions 1 and 2/);
     refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 0 })), 'LICENSE_FILE_UNSUPPORTED_VERSION');
     refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: '1' })), 'LICENSE_FILE_MALFORMED', /"version"/);
   });
