@@ -516,7 +516,7 @@ func (c *Client) fromLicenseFile(now time.Time, failures *[]TierFailure, save sa
 		*failures = append(*failures, TierFailure{Tier: TierLicenseFile, Code: "LICENSE_FILE_UNREADABLE", Message: fmt.Sprintf("cannot read %s: %s", file, describeFsError(err))})
 		return nil, time.Time{}
 	}
-	verified, err := offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: c.cfg.hardwareID, Now: now})
+	verified, err := offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: c.cfg.hardwareID, MachinePrivateKey: c.cfg.machineKey, Now: now})
 	if err != nil {
 		*failures = append(*failures, failureOf(TierLicenseFile, err))
 		return nil, time.Time{}

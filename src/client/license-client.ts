@@ -414,7 +414,8 @@ export class LicenseClient {
       return undefined;
     }
     try {
-      const verified = verifyLicenseFile(bytes, { publicKey: await this.keySet(), hardwareId: this.hardwareId, now });
+      const machinePrivateKey = this.options.offline.machinePrivateKey;
+      const verified = verifyLicenseFile(bytes, { publicKey: await this.keySet(), hardwareId: this.hardwareId, now, ...(machinePrivateKey ? { machinePrivateKey } : {}) });
       if (verified.payload.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'license-file', code: 'LICENSE_FILE_MISMATCH', message: 'the license file is for another license key' });
         return undefined;

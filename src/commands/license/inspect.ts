@@ -37,7 +37,8 @@ The signature is checked with --public-key, or with the key of the configured st
       ['valid until', payload.valid_until],
       ['hardware id', payload.hardware_id || '(not bound)'],
       ['entitlements', payload.entitlements.map((e) => (e.usage_limit === null ? e.code : `${e.code} (limit ${e.usage_limit})`)).join(', ') || '-'],
-      ['encrypted key', payload.encrypted_key === undefined ? 'no' : 'yes (sealed to the hardware id)'],
+      ...(payload.machine_key === undefined ? [] : [['machine key', payload.machine_key] as const]),
+      ['encrypted key', payload.encrypted_key === undefined ? 'no' : payload.machine_key === undefined ? 'yes (sealed to the hardware id)' : 'yes (sealed to the machine key; only its private key opens it)'],
       ['issued at', payload.issued_at],
       ['issuer', payload.issuer],
     ]));
