@@ -7,7 +7,8 @@ import { MACHINE_SEALED_KEY_LENGTH, machineKeyMembersProblem } from './machine-k
 import { repeatedMember } from './unique-members.js';
 
 /**
- * The `.lic` file, format version 1, as pinned in docs/offline-license-format.md:
+ * The `.lic` file, format versions 1 and 2 (version 2 adds `machine_key`, ./machine-key.ts),
+ * as pinned in docs/offline-license-format.md:
  *
  *   file      = Base64(UTF-8(JCS(payload + {"signature": Base64(sig)}))) LF
  *   sig       = Ed25519(signing key, UTF-8(JCS(payload)))
