@@ -71,3 +71,42 @@ func TestMachineKeyFileNeedsTheMachinesPrivateKey(t *testing.T) {
 		t.Fatal("a 31-byte MachinePrivateKey was taken")
 	}
 }
+
+// A machine-key file a real server wrote, opened by the client with the machine's private
+// key: run by test/clients/machine-key-e2e.test.ts, which passes the file and the keys in
+// LICENSE_E2E_* variables (skipped otherwise).
+func TestMachineKeyFileFromTheServer(t *testing.T) {
+	file := os.Getenv("LICENSE_E2E_MACHINE_KEY_FILE")
+	if file == "" {
+		t.Skip("run by test/clients/machine-key-e2e.test.ts")
+	}
+	pem, err := os.ReadFile(os.Getenv("LICENSE_E2E_PUBLIC_KEY_FILE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate := func(privateKeyHex string) *Result {
+		var key []byte
+		if privateKeyHex != "" {
+			if key, err = hex.DecodeString(privateKeyHex); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c, err := New(Config{
+			Mode: ModeOffline, LicenseKey: os.Getenv("LICENSE_E2E_LICENSE_KEY"), Version: "1.0.0", HardwareID: os.Getenv("LICENSE_E2E_HARDWARE_ID"),
+			Offline: OfflineConfig{Enabled: true, CacheDir: t.TempDir(), LicenseFile: file, PublicKey: pem, MachinePrivateKey: key},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Validate()
+	}
+	with := validate(os.Getenv("LICENSE_E2E_MACHINE_PRIVATE_KEY_HEX"))
+	if !with.Valid || hex.EncodeToString(with.DecryptionKey) != os.Getenv("LICENSE_E2E_DECRYPTION_KEY_HEX") {
+		t.Fatalf("with the machine's private key: %+v", with)
+	}
+	if without := validate(""); without.Valid || without.DecryptionKey != nil || without.Reason != "MACHINE_KEY_MISSING" {
+		t.Fatalf("without it: %+v", without)
+	}
+	t.Logf("opened %s with the machine's private key", filepath.Base(file))
+}
