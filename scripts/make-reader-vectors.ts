@@ -127,7 +127,7 @@ const refuse = [
   },
   {
     name: 'version-3.0',
-    description: 'unbound with "version":3.0, the integer 3 (version 2 is read: offline-license-v2.json)',
+    description: 'unbound with "version":3.0, the integer 3 (version 2 is read: offline-license-v2.json, offline-license-v2-machine-key.json)',
     file: edited(unbound.file, [['"version":1}', '"version":3.0}']]),
     code: 'LICENSE_FILE_UNSUPPORTED_VERSION',
     message: 'license file has format version 3; this license-server reads versions 1 and 2',

@@ -144,7 +144,7 @@ const v2Vectors = {
     },
   ],
   refuse: [
-    { name: 'version-2-without-v2-members', file: signedFile(v2WithoutNonce), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('a version 2 file must carry "request_nonce"; without, it is written as version 1') },
+    { name: 'version-2-without-v2-members', file: signedFile(v2WithoutNonce), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('a version 2 file must carry "request_nonce" or "machine_key"; without, it is written as version 1') },
     { name: 'version-1-with-request-nonce', file: signedFile({ ...v2Payload, version: 1 }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('the field "request_nonce" is not part of format version 1') },
     { name: 'request-nonce-21-characters', file: signedFile({ ...v2Payload, request_nonce: request.nonce.slice(0, 21) }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
     { name: 'request-nonce-non-canonical', file: signedFile({ ...v2Payload, request_nonce: `${request.nonce.slice(0, 21)}x` }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },

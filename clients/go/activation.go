@@ -18,9 +18,9 @@ import (
 // The Node client keeps the same files in the same cache directory.
 
 // machineKeyPair makes a request's X25519 key pair (private, public: 32 bytes each). Go
-// 1.19's standard library has no X25519: this is offline.GenerateX25519 (x25519.go), and
-// nil in a build without it, where CreateActivationRequest says so.
-var machineKeyPair func() (private, public []byte, err error)
+// 1.19's standard library has no X25519: this is offline.GenerateX25519 (x25519.go). A
+// variable, so that a build may swap it; nil, CreateActivationRequest says so.
+var machineKeyPair func() (private, public []byte, err error) = offline.GenerateX25519
 
 // supersededKept is how many replaced requests pending-request.json remembers.
 const supersededKept = 10
@@ -130,11 +130,13 @@ func (c *Client) CreateActivationRequest(opts ActivationRequestOptions) (*Activa
 		LicenseKeyPrefix: licenseKeyPrefix(key),
 		LicenseKeyDigest: offline.LicenseKeyDigest(canonical),
 		HardwareID:       c.cfg.hardwareID,
-		MachineName:      name,
-		AppVersion:       version,
-		MachineKey:       base64.RawURLEncoding.EncodeToString(public),
-		Nonce:            base64.RawURLEncoding.EncodeToString(nonce),
-		CreatedAt:        c.clock.Now().UTC().Truncate(time.Second).Format("2006-01-02T15:04:05Z"),
+		// The server moves the machine's record (and seat) from its hw1 ID, as a validation does.
+		PreviousHardwareID: c.previousHardwareID(quietSave),
+		MachineName:        name,
+		AppVersion:         version,
+		MachineKey:         base64.RawURLEncoding.EncodeToString(public),
+		Nonce:              base64.RawURLEncoding.EncodeToString(nonce),
+		CreatedAt:          c.clock.Now().UTC().Truncate(time.Second).Format("2006-01-02T15:04:05Z"),
 	}
 	text, err := offline.EncodeActivationRequest(request)
 	if err != nil {
@@ -207,7 +209,16 @@ func (c *Client) InstallLicenseFile(file []byte, pending *PendingActivationReque
 	if !answersPending && !answersInstalled {
 		return nil, clientError("LICENSE_FILE_WRONG_REQUEST", "%s", wrongRequest(nonce, record))
 	}
-	verified, err := offline.VerifyLicenseFile(file, offline.VerifyOptions{Keys: keys, HardwareID: c.cfg.hardwareID, Now: now})
+	// A machine-key file's key opens with the private key of the request it answers.
+	privateKeyText := record.PrivateKey
+	if answersInstalled {
+		privateKeyText = installed.PrivateKey
+	}
+	machinePrivateKey, _ := base64.RawURLEncoding.Strict().DecodeString(privateKeyText)
+	verified, err := offline.VerifyLicenseFile(file, offline.VerifyOptions{Keys: keys, HardwareID: c.cfg.hardwareID, MachinePrivateKey: machinePrivateKey, Now: now})
+	for i := range machinePrivateKey {
+		machinePrivateKey[i] = 0
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -322,4 +333,26 @@ func truncateUTF16(s string, max int) string {
 		return s
 	}
 	return string(utf16.Decode(units[:max]))
+}
+
+// machinePrivateKey is the key that opens a machine-key file's decryption key:
+// Offline.MachinePrivateKey, or else the private key of the request whose file is installed
+// (machine-key.json, written by InstallLicenseFile); cached says it was read from there (a
+// copy the caller zeroes). nil when there is neither.
+func (c *Client) machinePrivateKey() (key []byte, cached bool) {
+	if len(c.cfg.machineKey) > 0 {
+		return c.cfg.machineKey, false
+	}
+	if c.cfg.cacheDir == "" {
+		return nil, false
+	}
+	record := c.store.readMachineKey()
+	if record == nil {
+		return nil, false
+	}
+	key, err := base64.RawURLEncoding.Strict().DecodeString(record.PrivateKey)
+	if err != nil || len(key) != offline.X25519KeyLength {
+		return nil, false
+	}
+	return key, true
 }

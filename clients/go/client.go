@@ -522,9 +522,15 @@ func (c *Client) fromLicenseFile(now time.Time, failures *[]TierFailure, save sa
 		*failures = append(*failures, TierFailure{Tier: TierLicenseFile, Code: "LICENSE_FILE_UNREADABLE", Message: fmt.Sprintf("cannot read %s: %s", file, describeFsError(err))})
 		return nil, time.Time{}
 	}
+	machinePrivateKey, cached := c.machinePrivateKey()
 	verified, err := firstBound(c.boundIDs(save), func(id string) (*offline.VerifiedLicenseFile, error) {
-		return offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: id, Now: now})
+		return offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: id, MachinePrivateKey: machinePrivateKey, Now: now})
 	})
+	if cached {
+		for i := range machinePrivateKey {
+			machinePrivateKey[i] = 0
+		}
+	}
 	if err != nil {
 		*failures = append(*failures, failureOf(TierLicenseFile, err))
 		return nil, time.Time{}

@@ -104,6 +104,12 @@ type OfflineConfig struct {
 	// KeyRefresh refreshes the key set from the server's public route (off by default;
 	// see KeyRefreshConfig and docs/public-keys.md).
 	KeyRefresh KeyRefreshConfig
+	// MachinePrivateKey is the machine's 32-byte X25519 private key of the activation
+	// request a machine-key file answers (docs/offline-license-format.md, "The machine-key
+	// binding"), for an application that stores it itself. It opens the file's decryption
+	// key, which nothing in the file opens; without it that key is refused
+	// (MACHINE_KEY_MISSING).
+	MachinePrivateKey []byte
 }
 
 // ConfigError is the one error New returns: a configuration it cannot work with. The
@@ -185,6 +191,7 @@ type resolved struct {
 	restricted        map[string]bool
 	offlineUsage      bool
 	keyRefresh        KeyRefreshConfig
+	machineKey        []byte
 }
 
 const jsSpaceClass = `\t\n\x{0B}\f\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}`
@@ -236,6 +243,9 @@ func resolve(cfg *Config) (*resolved, error) {
 	o := cfg.Offline
 	if o.Enabled && o.LicenseFile == "" {
 		return fail("license file path is required")
+	}
+	if o.MachinePrivateKey != nil && len(o.MachinePrivateKey) != offline.X25519KeyLength {
+		return fail("MachinePrivateKey must be the 32 bytes of an X25519 private key")
 	}
 	var parts [][]byte
 	if len(o.PublicKey) > 0 {
@@ -348,6 +358,7 @@ func resolve(cfg *Config) (*resolved, error) {
 		restricted:        restricted,
 		offlineUsage:      o.AllowOfflineUsageReporting,
 		keyRefresh:        keyRefresh,
+		machineKey:        append([]byte(nil), o.MachinePrivateKey...),
 	}, nil
 }
 

@@ -76,6 +76,7 @@ const license = {
   lease_hours: { type: 'integer', minimum: 1, maximum: 720 },
   machines_in_use: { type: 'integer', minimum: 0 },
   metadata: { type: 'object', additionalProperties: string },
+  binding: { type: 'string', enum: ['hardware-id', 'machine-key'], description: 'How offline files seal the decryption key: `hardware-id` (version 1; the file alone opens it) or `machine-key` (version 2, HPKE to the machine key of its activation request; only that machine opens it). See offline-license-format.md.' },
   entitlements: array(object({ code: string, name: string, usage_limit: nullable(integer), used: integer, remaining: nullable(integer) })),
   created_at: time,
   updated_at: time,
@@ -373,7 +374,7 @@ export const requests = {
     hardware_id: nullable(string),
     request: {
       type: 'string',
-      description: 'An activation request file\'s text (docs/offline-license-format.md section 12): the file is bound to its hardware ID and carries its nonce (version 2). Not together with `hardware_id`.',
+      description: 'An activation request file\'s text (docs/offline-license-format.md section 12): the file is bound to its hardware ID and carries its nonce (version 2); for a license bound with `machine-key`, its decryption key is sealed to the request\'s `machine_key` (section 14), and such a license is checked out only with a request. Not together with `hardware_id`.',
     },
   }, ['hardware_id', 'request']),
   newCustomer: object({ name: string, email: nullable(string) }, ['email']),
@@ -392,8 +393,9 @@ export const requests = {
       floating: boolean,
       lease_hours: { type: 'integer', minimum: 1, maximum: 720 },
       metadata: { type: 'object', additionalProperties: { type: 'string', maxLength: 1024 }, maxProperties: 64 },
+      binding: { type: 'string', enum: ['hardware-id', 'machine-key'], description: 'How offline files seal the decryption key: `hardware-id` (version 1; the file alone opens it) or `machine-key` (version 2, HPKE to the machine key of its activation request; only that machine opens it). See offline-license-format.md.' },
     },
-    ['valid_from', 'entitlements', 'with_decryption_key', 'max_machines', 'floating', 'lease_hours', 'metadata'],
+    ['valid_from', 'entitlements', 'with_decryption_key', 'max_machines', 'floating', 'lease_hours', 'metadata', 'binding'],
   ),
   licenseUpdate: object(
     {
@@ -406,8 +408,9 @@ export const requests = {
       remove_entitlements: array(string),
       set_limits: array(ref('EntitlementGrant')),
       metadata: { type: 'object', additionalProperties: string, description: 'A value of "" removes the key.' },
+      binding: { type: 'string', enum: ['hardware-id', 'machine-key'], description: 'How offline files seal the decryption key: `hardware-id` (version 1; the file alone opens it) or `machine-key` (version 2, HPKE to the machine key of its activation request; only that machine opens it). See offline-license-format.md.' },
     },
-    ['valid_from', 'valid_until', 'max_machines', 'floating', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata'],
+    ['valid_from', 'valid_until', 'max_machines', 'floating', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata', 'binding'],
   ),
   renew: { oneOf: [object({ by: { type: 'string', pattern: '^[0-9]+[hdwy]$' } }), object({ until: string })] },
   release: object({ lost_file: { const: true }, reason: { type: 'string', minLength: 1, maxLength: 500 } }, ['reason']),

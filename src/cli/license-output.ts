@@ -25,6 +25,7 @@ export function formatLicense(license: License & { recent_checkouts?: readonly C
     ['entitlements', entitlements],
     ...(metadata.length ? [['metadata', metadata.map(([key, value]) => `${key}=${value}`).join(', ')] as const] : []),
     ['decryption key', license.has_decryption_key ? 'yes (see --reveal-decryption-key)' : 'no'],
+    ['binding', license.binding === 'machine-key' ? 'machine-key (sealed to the machine\'s own key, from its activation request)' : 'hardware-id'],
     ['created', license.created_at],
     // One line per checkout, newest first: a record's values are single lines.
     ...(license.recent_checkouts ?? []).map((c) => [

@@ -83,6 +83,8 @@ export interface ActivationContext {
   readonly licenseFile: string | undefined;
   readonly clock: Clock;
   readonly keySet: () => Promise<KeySet | undefined>;
+  /** The `hw1-` ID this machine used before its `hw2-` one, if it remembers one: the request's previous_hardware_id. */
+  readonly previousHardwareId: () => Promise<string | undefined>;
 }
 
 export async function createActivationRequest(context: ActivationContext, options: ActivationRequestOptions = {}): Promise<ActivationRequestResult> {
@@ -92,12 +94,15 @@ export async function createActivationRequest(context: ActivationContext, option
   const privateKey = x25519.utils.randomSecretKey();
   const machineKey = x25519.getPublicKey(privateKey);
   const created = new Date(Math.floor(context.clock.now().getTime() / 1000) * 1000);
+  // The server moves the machine's record (and seat) from its hw1 ID, as a validation does.
+  const previousHardwareId = await context.previousHardwareId();
   const request: ActivationRequest = {
     format: ACTIVATION_REQUEST_FORMAT,
     version: ACTIVATION_REQUEST_VERSION,
     license_key_prefix: keyPrefixOf(context.licenseKey),
     license_key_digest: licenseKeyDigest(context.licenseKey),
     hardware_id: context.hardwareId,
+    ...(previousHardwareId !== undefined && previousHardwareId !== context.hardwareId ? { previous_hardware_id: previousHardwareId } : {}),
     machine_name: options.machineName ?? defaultMachineName(),
     app_version: options.appVersion ?? context.version.slice(0, MAX_APP_VERSION_LENGTH),
     machine_key: encodeBase64Url(machineKey),
@@ -162,9 +167,16 @@ export async function installLicenseFile(context: ActivationContext, file: strin
   // The file of a request installed before (a second copy, a re-issue after a failed write).
   const answersInstalled = !answersPending && installed !== undefined && nonce === installed.request_nonce;
   if (!answersPending && !answersInstalled) throw new LicenseClientError('LICENSE_FILE_WRONG_REQUEST', wrongRequest(nonce, pending));
-  // Everything validation checks, the binding and the sealed key included.
-  const verified = guarded(() => verifyLicenseFile(file, { publicKey: keySet, hardwareId: context.hardwareId, now }));
-  verified.decryptionKey?.fill(0);
+  // Everything validation checks, the binding and the sealed key included: a machine-key
+  // file's key opens with the private key of the request it answers.
+  const privateKeyText = answersPending ? pending!.private_key : installed!.private_key;
+  const machinePrivateKey = decodeBase64UrlStrict(privateKeyText, 32);
+  try {
+    const verified = guarded(() => verifyLicenseFile(file, { publicKey: keySet, hardwareId: context.hardwareId, now, ...(machinePrivateKey ? { machinePrivateKey } : {}) }));
+    verified.decryptionKey?.fill(0);
+  } finally {
+    machinePrivateKey?.fill(0);
+  }
   try {
     await writeFileDurably(target, typeof file === 'string' ? file : Buffer.from(file), { overwrite: true });
   } catch (error) {

@@ -15,6 +15,7 @@ import { writeFileDurably } from '../lib/files/durable-write.js';
 import { describeFsError } from '../lib/fs-errors.js';
 import { parseHardwareId } from '../lib/offline/binding.js';
 import { createActivationRequest, installLicenseFile, type ActivationContext } from './activation.js';
+import { findPreviousHardwareId } from './previous-hardware-id.js';
 import { LicenseClientError } from './errors.js';
 import { deriveHardwareId } from './hardware-id.js';
 import { defaultCacheDir, LicenseClientConfigError, systemClock } from './options.js';
@@ -111,8 +112,9 @@ function activationContext(values: Values, env: NodeJS.ProcessEnv): ActivationCo
   const licenseKey = readLicenseKey(values, env);
   const cacheDir = values['cache-dir'] ?? defaultCacheDir();
   const hardwareId = values['hardware-id'] === undefined ? deriveHardwareId() : parseHardwareId(values['hardware-id']);
+  const store = new ClientStore(cacheDir, licenseKey);
   return {
-    store: new ClientStore(cacheDir, licenseKey),
+    store,
     licenseKey,
     version: values['app-version'] ?? 'license-server-client',
     hardwareId,
@@ -120,6 +122,11 @@ function activationContext(values: Values, env: NodeJS.ProcessEnv): ActivationCo
     licenseFile: undefined,
     clock: systemClock,
     keySet: async () => undefined,
+    // The application's cache directory: the hw1 ID it remembers, as the client would find it.
+    previousHardwareId: () => findPreviousHardwareId(
+      { hardwareId, derived: values['hardware-id'] === undefined, store, offlineEnabled: true, licenseFile: values['license-file'] },
+      (write) => write().then(() => true, () => false),
+    ).catch(() => undefined),
   };
 }
 

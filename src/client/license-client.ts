@@ -8,6 +8,7 @@ import { verifyGraceToken } from '../lib/licensing/grace-token.js';
 import { licenseKeyPrefix, normalizeLicenseKey } from '../lib/licensing/license-key.js';
 import { unsealDecryptionKey } from '../lib/offline/binding.js';
 import type { LicenseFileEntitlement } from '../lib/offline/format.js';
+import { decodeBase64UrlStrict } from '../lib/offline/activation-request.js';
 import { verifyLicenseFile } from '../lib/offline/verify.js';
 import { deriveHardwareId } from './hardware-id.js';
 import { findPreviousHardwareId } from './previous-hardware-id.js';
@@ -296,7 +297,19 @@ export class LicenseClient {
       licenseFile: offline.licenseFile,
       clock: this.clock,
       keySet: async () => (offline.publicKey === undefined ? undefined : this.keySet()),
+      previousHardwareId: () => this.previousHardwareId(),
     };
+  }
+
+  /**
+   * The private key of the activation request whose file is installed (machine-key.json,
+   * written by installLicenseFile), when the application passes none: it opens the sealed
+   * key of a machine-key file. Undefined without a cache or such a record.
+   */
+  private async cachedMachinePrivateKey(): Promise<Uint8Array | undefined> {
+    if (this.options.offline.cacheDir === '') return undefined;
+    const record = await this.store.readMachineKey().catch(() => undefined);
+    return record === undefined ? undefined : decodeBase64UrlStrict(record.private_key, 32);
   }
 
   /** Stops every timer; the client answers nothing afterwards. */
@@ -489,7 +502,15 @@ export class LicenseClient {
     }
     try {
       const publicKey = await this.keySet();
-      const verified = await firstBound(await this.boundIds(save), (hardwareId) => verifyLicenseFile(bytes, { publicKey, hardwareId, now }));
+      const machinePrivateKey = this.options.offline.machinePrivateKey ?? (await this.cachedMachinePrivateKey());
+      let verified: ReturnType<typeof verifyLicenseFile>;
+      try {
+        verified = await firstBound(await this.boundIds(save), (hardwareId) =>
+          verifyLicenseFile(bytes, { publicKey, hardwareId, now, ...(machinePrivateKey ? { machinePrivateKey } : {}) }));
+      } finally {
+        // The application's own key is a copy (options.ts); the cache's is read again next time.
+        if (machinePrivateKey !== this.options.offline.machinePrivateKey) machinePrivateKey?.fill(0);
+      }
       if (verified.payload.license_key_prefix !== this.keyPrefix) {
         failures.push({ tier: 'license-file', code: 'LICENSE_FILE_MISMATCH', message: 'the license file is for another license key' });
         return undefined;

@@ -33,6 +33,13 @@ export interface OfflineOptions {
    * endorsed it or `allowKeys` names it (docs/client.md, "Key refresh"). Off by default.
    */
   readonly keyRefresh?: KeyRefreshOptions;
+  /**
+   * The machine's X25519 private key (32 bytes) of the activation request a machine-key
+   * file answers (docs/offline-license-format.md, "The machine-key binding"), for an
+   * application that stores it itself. It opens the file's decryption key, which nothing in
+   * the file opens; without it such a file's key is refused with MACHINE_KEY_MISSING.
+   */
+  readonly machinePrivateKey?: Uint8Array;
 }
 
 export interface KeyRefreshOptions {
@@ -105,6 +112,7 @@ export interface ResolvedOptions {
     readonly restrictedEntitlements: ReadonlySet<string>;
     readonly allowOfflineUsageReporting: boolean;
     readonly keyRefresh: ResolvedKeyRefresh;
+    readonly machinePrivateKey: Uint8Array | undefined;
   };
 }
 
@@ -190,8 +198,16 @@ export function resolveOptions(options: LicenseClientOptions): ResolvedOptions {
       restrictedEntitlements: new Set(restricted),
       allowOfflineUsageReporting: offline.allowOfflineUsageReporting === true,
       keyRefresh,
+      machinePrivateKey: machinePrivateKeyOrFail(offline.machinePrivateKey, fail),
     },
   };
+}
+
+function machinePrivateKeyOrFail(input: unknown, fail: (message: string) => never): Uint8Array | undefined {
+  if (input === undefined) return undefined;
+  if (!(input instanceof Uint8Array) || input.length !== 32) fail('machinePrivateKey must be the 32 bytes of an X25519 private key');
+  // A copy: the application may zero its own.
+  return Uint8Array.from(input);
 }
 
 function keyRefreshOrFail(input: unknown, fail: (message: string) => never): ResolvedKeyRefresh {

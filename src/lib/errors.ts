@@ -151,6 +151,11 @@ export const ERROR_TABLE = {
     http: 422,
     hint: 'This license carries a decryption key, which is only ever sealed to one machine: pass --hardware-id.',
   },
+  MACHINE_KEY_REQUIRED: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'This license is bound with --binding machine-key: check it out from the machine\'s activation request (`license checkout --request FILE`), which carries its machine key.',
+  },
   USAGE_LIMIT_EXCEEDED: { exit: EXIT.refused, http: 422, hint: 'The entitlement\'s usage limit would be exceeded.' },
   MACHINE_LIMIT_EXCEEDED: {
     exit: EXIT.refused,
@@ -234,6 +239,11 @@ export const ERROR_TABLE = {
   LICENSE_NOT_YET_VALID: { exit: EXIT.validity, http: 422, hint: 'Check the system clock.' },
   HARDWARE_MISMATCH: { exit: EXIT.hardware, http: 422, hint: 'Check out the license again with the right --hardware-id.' },
   DECRYPTION_FAILED: { exit: EXIT.hardware, http: 422, hint: 'Check out the license again with the right --hardware-id.' },
+  MACHINE_KEY_MISSING: {
+    exit: EXIT.hardware,
+    http: 422,
+    hint: 'The file\'s decryption key is sealed to the machine\'s own key: pass the machine\'s private key (--machine-private-key FILE), which the client keeps from its activation request.',
+  },
   GRACE_TOKEN_INVALID: { exit: EXIT.signature, http: 400, hint: 'Validate online again to get a new grace token.' },
   GRACE_TOKEN_EXPIRED: { exit: EXIT.validity, http: 422, hint: 'Validate online again to get a new grace token.' },
   LISTEN_FAILED: { exit: EXIT.unavailable, http: 500, hint: 'Pick a free port with --port, or stop what listens there.' },

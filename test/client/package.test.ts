@@ -11,7 +11,7 @@ import { LicenseFixture } from '../support/license-fixture.js';
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const packageDir = path.join(root, 'packages', 'client');
-const DEPENDENCIES = ['@noble/curves', '@noble/hashes', 'canonicalize'];
+const DEPENDENCIES = ['@noble/ciphers', '@noble/curves', '@noble/hashes', 'canonicalize'];
 
 /** Every file under `dir`, relative to it. */
 function filesUnder(dir: string): string[] {
@@ -44,7 +44,7 @@ const npm = (args: string[], cwd: string) => run('npm', [...args, '--no-audit', 
 /**
  * The client package as an application gets it: packed with npm pack, installed from the
  * tarball into a project outside this repository with npm's --offline (the only other
- * tarballs on hand are its three dependencies, packed from our node_modules: a fourth
+ * tarballs on hand are its four dependencies, packed from our node_modules: a fifth
  * dependency, or a native build, would fail the install), then used from ESM, CommonJS
  * and TypeScript against a real serve.
  */
@@ -66,7 +66,7 @@ describe('the client package (packages/client, license-server-client) installed 
     mkdirSync(project);
     writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'vendor-app', version: '1.0.0', private: true }));
     const all = readdirSync(tarballs).map((file) => path.join(tarballs, file));
-    assert.equal(all.length, 4);
+    assert.equal(all.length, DEPENDENCIES.length + 1);
     assert.ok(all.some((file) => path.basename(file) === packed[0].filename));
     await npm(['install', '--offline', ...all], project);
 
@@ -87,7 +87,7 @@ describe('the client package (packages/client, license-server-client) installed 
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   });
 
-  it('installs four packages, none with native code or install scripts, and declares the dependencies it uses', () => {
+  it('installs five packages, none with native code or install scripts, and declares the dependencies it uses', () => {
     const nodeModules = path.join(project, 'node_modules');
     const installed = installedPackages(nodeModules);
     assert.deepEqual(installed.map((entry) => entry.slice(0, entry.lastIndexOf('@'))), [...DEPENDENCIES, 'license-server-client'].sort());

@@ -20,7 +20,7 @@ describe('the verifiers license-server/client exports (docs/client.md, "Verifyin
   it('documents every option of verifyLicenseFile, as VerifyOptions declares them', () => {
     const declared = /export interface VerifyOptions \{([\s\S]*?)\n\}/.exec(source('lib/offline/verify.ts'))![1]!;
     const names = [...declared.matchAll(/^ {2}readonly ([A-Za-z]+)\??:/gm)].map((m) => m[1]!);
-    assert.deepEqual(names.sort(), ['hardwareId', 'now', 'publicKey', 'skipHardwareCheck']);
+    assert.deepEqual(names.sort(), ['hardwareId', 'leaveMachineKeySealed', 'machinePrivateKey', 'now', 'publicKey', 'skipHardwareCheck']);
     assert.deepEqual(documentedOptions('**`verifyLicenseFile(file, options)`**').sort(), names);
   });
 

@@ -30,13 +30,15 @@ export async function fillStore(url: string, rng: () => number, count: number, l
         ]);
         await tx.execute(
           `INSERT INTO licenses (id, license_key, customer_id, type, active, valid_from, valid_until, decryption_key,
-             max_machines, floating, lease_hours, metadata, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             max_machines, floating, lease_hours, metadata, binding, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           [
             license, `${label.toUpperCase()}-${uuid()}`, customer, pick(['time_based', 'usage_based', 'hybrid']), rng() < 0.8,
             '2024-01-01T00:00:00.000Z', '2099-12-31T23:59:59.999Z', rng() < 0.5 ? Buffer.from(Array.from({ length: 32 }, () => Math.floor(rng() * 256))) : null,
             rng() < 0.5 ? null : 1 + Math.floor(rng() * 50), rng() < 0.3, 1 + Math.floor(rng() * 48),
             JSON.stringify({ seat: i, tier: pick(['gold', 'silver']), note: pick(words), nested: { list: [1, 2.5, true, null, pick(words)] } }),
+            // Not drawn from rng, so that the rest of the store is what it was before the column.
+            i % 3 === 0 ? 'machine-key' : 'hardware-id',
             created, created,
           ],
         );

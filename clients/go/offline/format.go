@@ -10,7 +10,8 @@ import (
 )
 
 // LicenseFileVersion is format version 1; LicenseFileVersion2 adds the members of
-// V2Members (at least one of them present). This package reads both.
+// V2Members (at least one of them present; machine_key in machinekey.go). This package
+// reads both.
 const (
 	LicenseFileVersion  = 1
 	LicenseFileVersion2 = 2
@@ -18,7 +19,7 @@ const (
 
 // V2Members are the members version 2 adds to version 1 (docs/offline-license-format.md
 // section 13); a version 2 file carries at least one of them.
-var V2Members = []string{"request_nonce"}
+var V2Members = []string{"request_nonce", "machine_key"}
 
 // Entitlement is a licensed feature: in a .lic file, a grace token and an online answer.
 type Entitlement struct {
@@ -50,6 +51,9 @@ type Payload struct {
 	// RequestNonce is the nonce of the activation request the file answers (version 2);
 	// "" when the file was not made from a request.
 	RequestNonce string
+	// MachineKey (version 2) is the machine's X25519 public key, unpadded base64url;
+	// EncryptedKey is then sealed to it (80 bytes). "" when absent.
+	MachineKey string
 }
 
 // DecodedLicenseFile is a .lic file decoded and checked for form, not yet for its
@@ -278,12 +282,21 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		}
 		keyID = s
 	}
+	machineKey, err := checkMachineKeyMember(object, hardwareID)
+	if err != nil {
+		return nil, "", err
+	}
 	encryptedKey := ""
 	if v, present := object.Get("encrypted_key"); present {
 		s, isString := v.(string)
 		sealed, ok := DecodeBase64Strict(s)
-		if !isString || !ok || len(sealed) != SealedKeyLength {
-			return nil, "", malformed(`"encrypted_key" must be the Base64 of %d bytes`, SealedKeyLength)
+		// The HPKE form of a machine-key file is longer than the hardware-ID form.
+		length := SealedKeyLength
+		if machineKey != "" {
+			length = MachineSealedKeyLength
+		}
+		if !isString || !ok || len(sealed) != length {
+			return nil, "", malformed(`"encrypted_key" must be the Base64 of %d bytes`, length)
 		}
 		if hardwareID == "" {
 			return nil, "", malformed(`"encrypted_key" requires a "hardware_id"`)
@@ -340,6 +353,7 @@ func checkPayload(object *Object) (*Payload, string, error) {
 		Issuer:           toUTF8(issuer),
 		KeyID:            keyID,
 		RequestNonce:     nonce,
+		MachineKey:       machineKey,
 	}, hardwareID, nil
 }
 

@@ -16,6 +16,10 @@ type VerifyOptions struct {
 	// SkipHardwareCheck is the caller's explicit choice to check only the signature and
 	// the window of a file with encrypted_key (without a HardwareID).
 	SkipHardwareCheck bool
+	// MachinePrivateKey is the machine's 32-byte X25519 private key, which opens the
+	// decryption key of a file with machine_key (machine-key binding). Without it such a
+	// file's key is not opened: MACHINE_KEY_MISSING.
+	MachinePrivateKey []byte
 	// Now is the time to check the window against; zero means time.Now().
 	Now time.Time
 }
@@ -73,7 +77,12 @@ func VerifyLicenseFile(file []byte, opts VerifyOptions) (*VerifiedLicenseFile, e
 	if payload.EncryptedKey == "" {
 		return &VerifiedLicenseFile{Payload: payload, HardwareChecked: true}, nil
 	}
-	key, err := UnsealDecryptionKey(payload.EncryptedKey, decoded.rawHardwareID, payload.LicenseID)
+	var key []byte
+	if payload.MachineKey != "" {
+		key, err = UnsealForMachine(payload.EncryptedKey, payload.MachineKey, payload.LicenseID, decoded.rawHardwareID, opts.MachinePrivateKey)
+	} else {
+		key, err = UnsealDecryptionKey(payload.EncryptedKey, decoded.rawHardwareID, payload.LicenseID)
+	}
 	if err != nil {
 		return nil, err
 	}

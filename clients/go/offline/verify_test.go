@@ -281,7 +281,7 @@ func TestVersionFirst(t *testing.T) {
 	}
 	// Version 2 is read: without a member of its own it is malformed (it would be written as version 1).
 	_, err = f.verify(forge(t, with(f.payload, "version", 2.0), f.secret), "")
-	refusedWith(t, err, CodeLicenseFileMalformed, `a version 2 file must carry "request_nonce"`)
+	refusedWith(t, err, CodeLicenseFileMalformed, `a version 2 file must carry "request_nonce" or "machine_key"`)
 	_, err = f.verify(forge(t, with(f.payload, "version", 0.0), f.secret), "")
 	refusedWith(t, err, CodeLicenseFileUnsupportedVersion, "format version 0")
 	// Checked before anything else: a version 3 file may have other members.

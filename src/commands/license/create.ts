@@ -3,6 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { formatLicense } from '../../cli/license-output.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadataPairs } from '../../lib/licensing/license-terms.js';
 import { createLicense, LICENSE_TYPES, parseEntitlementGrant, type License } from '../../lib/licensing/licenses.js';
+import { BINDINGS } from '../../lib/offline/machine-key.js';
 
 export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
   static override description = `Create a license for a customer.
@@ -10,6 +11,7 @@ On a terminal it shows the new license, its key among it; otherwise it prints th
   static override examples = [
     '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --entitlement reports.export --entitlement seats:25 --with-decryption-key',
     '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --max-machines 5 --floating --lease-hours 2',
+    '<%= config.bin %> license create --customer 0b6c4f8e-... --type time_based --valid-until 2027-12-31 --with-decryption-key --binding machine-key',
   ];
   static override flags = {
     customer: Flags.string({ description: 'Customer id (UUID).', required: true }),
@@ -22,6 +24,11 @@ On a terminal it shows the new license, its key among it; otherwise it prints th
     floating: Flags.boolean({ description: 'Seats move between machines as leases (needs --max-machines).', default: false }),
     'lease-hours': Flags.string({ description: 'Floating: hours a seat stays taken without an online validation (1-720).', default: '1' }),
     metadata: Flags.string({ description: 'KEY=VALUE for your own systems; repeat for several.', multiple: true, default: [] }),
+    binding: Flags.string({
+      description: 'How offline files seal the decryption key: hardware-id (to the machine\'s hardware ID; the file alone opens it) or machine-key (to the machine\'s own key from its activation request; only that machine opens it).',
+      options: [...BINDINGS],
+      default: 'hardware-id',
+    }),
   };
 
   async run(): Promise<License> {
@@ -41,6 +48,7 @@ On a terminal it shows the new license, its key among it; otherwise it prints th
           floating: flags.floating,
           leaseHours: parseLeaseHours(flags['lease-hours']),
           metadata: parseMetadataPairs(flags.metadata),
+          binding: flags.binding,
         },
         this.operationContext(),
       ),

@@ -6,6 +6,7 @@ import { LicenseServerError } from '../../lib/errors.js';
 import { updateLicense, type LicenseChange } from '../../lib/licensing/license-changes.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadataPairs } from '../../lib/licensing/license-terms.js';
 import { parseEntitlementGrant } from '../../lib/licensing/licenses.js';
+import { BINDINGS } from '../../lib/offline/machine-key.js';
 
 export default class LicenseUpdate extends BaseCommand<typeof LicenseUpdate> {
   static override description = `Change a license in place: same id and key, every change audited with its before and after.
@@ -25,6 +26,7 @@ The next online validation and checkout see the change; offline files already ch
     'remove-entitlement': Flags.string({ description: 'CODE to take away; repeatable.', multiple: true, default: [] }),
     'set-limit': Flags.string({ description: 'CODE:LIMIT (or CODE:none) for a granted entitlement; repeatable.', multiple: true, default: [] }),
     metadata: Flags.string({ description: 'KEY=VALUE to set, KEY= to remove; repeatable.', multiple: true, default: [] }),
+    binding: Flags.string({ description: 'How the next offline files seal the decryption key (files already out keep theirs).', options: [...BINDINGS] }),
   };
 
   async run(): Promise<LicenseChange> {
@@ -41,6 +43,7 @@ The next online validation and checkout see the change; offline files already ch
         removeEntitlements: flags['remove-entitlement'],
         setLimits: flags['set-limit'].map(parseLimit),
         ...(flags.metadata.length ? { metadata: parseMetadataPairs(flags.metadata) } : {}),
+        ...(flags.binding === undefined ? {} : { binding: flags.binding }),
       }, this.operationContext()),
     );
     for (const warning of change.warnings) this.warnLine(warning);

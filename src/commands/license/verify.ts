@@ -4,6 +4,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { payloadForOutput } from '../../cli/license-output.js';
 import { formatRecord } from '../../cli/output.js';
 import { readLicenseFileArgument, readPublicKeyFile, storedPublicKey } from '../../cli/public-key.js';
+import { readMachinePrivateKeyFile } from '../../cli/machine-private-key.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import type { LicenseFilePayload } from '../../lib/offline/format.js';
 import { verifyLicenseFile } from '../../lib/offline/verify.js';
@@ -34,6 +35,9 @@ Exits 0 only for a valid file; otherwise prints the reason (signature verificati
       default: false,
       exclusive: ['hardware-id'],
     }),
+    'machine-private-key': Flags.string({
+      description: 'File holding the machine\'s X25519 private key (machine-key binding): it opens the decryption key of a version 2 file with machine_key, which nothing in the file opens.',
+    }),
   };
 
   async run(): Promise<VerifyReport> {
@@ -47,7 +51,9 @@ Exits 0 only for a valid file; otherwise prints the reason (signature verificati
     const publicKey = flags['public-key'] ? readPublicKeyFile(flags['public-key']) : await storedPublicKey(await this.resolveConfig());
     if (!publicKey) throw new LicenseServerError('SIGNING_KEY_MISSING', 'no signing key is stored here to verify with');
     const skipped = flags['skip-hardware-check'];
-    const verified = verifyLicenseFile(file, { publicKey, hardwareId, skipHardwareCheck: skipped });
+    const machinePrivateKey = flags['machine-private-key'] === undefined ? undefined : readMachinePrivateKeyFile(flags['machine-private-key']);
+    const verified = verifyLicenseFile(file, { publicKey, hardwareId, skipHardwareCheck: skipped, ...(machinePrivateKey ? { machinePrivateKey } : {}) });
+    machinePrivateKey?.fill(0);
     const payload = payloadForOutput(verified.payload);
     const bound = payload.hardware_id !== '';
     const binding = !bound
@@ -62,7 +68,7 @@ Exits 0 only for a valid file; otherwise prints the reason (signature verificati
       ['hardware', binding],
       ['entitlements', payload.entitlements.map((e) => (e.usage_limit === null ? e.code : `${e.code} (limit ${e.usage_limit})`)).join(', ') || '-'],
       ...(payload.request_nonce === undefined ? [] : [['request nonce', `${payload.request_nonce} (the file answers the activation request with this nonce)`] as const]),
-      ['decryption key', payload.encrypted_key === undefined ? 'none' : verified.decryptionKey ? 'unsealed for this hardware ID' : 'sealed, not unsealed (--skip-hardware-check)'],
+      ['decryption key', payload.encrypted_key === undefined ? 'none' : verified.decryptionKey ? `unsealed for this ${payload.machine_key === undefined ? 'hardware ID' : 'machine key'}` : 'sealed, not unsealed (--skip-hardware-check)'],
     ]));
     return {
       valid: true,

@@ -149,7 +149,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'licenses',
       handle: async ({ body, actor }) => {
-        expectFields(body, ['customer_id', 'type', 'valid_until'], ['valid_from', 'entitlements', 'with_decryption_key', 'max_machines', 'floating', 'lease_hours', 'metadata']);
+        expectFields(body, ['customer_id', 'type', 'valid_until'], ['valid_from', 'entitlements', 'with_decryption_key', 'max_machines', 'floating', 'lease_hours', 'metadata', 'binding']);
         const license = await createLicense(
           deps.db,
           {
@@ -163,6 +163,7 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
             ...(body.floating === undefined ? {} : { floating: asOptionalBoolean(body.floating, 'floating')! }),
             ...(body.lease_hours === undefined ? {} : { leaseHours: body.lease_hours as number }),
             ...(body.metadata === undefined ? {} : { metadata: body.metadata as Record<string, string> }),
+            ...(body.binding === undefined ? {} : { binding: asString(body.binding, 'binding') }),
           },
           context(actor),
         );

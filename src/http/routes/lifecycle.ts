@@ -27,7 +27,7 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       access: 'admin',
       scope: 'licenses',
       handle: async ({ params, body, actor }) => {
-        expectFields(body, [], ['valid_from', 'valid_until', 'max_machines', 'floating', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata']);
+        expectFields(body, [], ['valid_from', 'valid_until', 'max_machines', 'floating', 'lease_hours', 'add_entitlements', 'remove_entitlements', 'set_limits', 'metadata', 'binding']);
         if (body.floating !== undefined && typeof body.floating !== 'boolean') throw new LicenseServerError('INVALID_INPUT', 'floating must be true or false');
         const update: LicenseUpdate = {
           ...(body.valid_from === undefined ? {} : { validFrom: asString(body.valid_from, 'valid_from') }),
@@ -39,6 +39,7 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
           ...(body.remove_entitlements === undefined ? {} : { removeEntitlements: asCodes(body.remove_entitlements) }),
           ...(body.set_limits === undefined ? {} : { setLimits: asGrants(body.set_limits, 'set_limits') }),
           ...(body.metadata === undefined ? {} : { metadata: body.metadata as Record<string, string> }),
+          ...(body.binding === undefined ? {} : { binding: asString(body.binding, 'binding') }),
         };
         const change = await updateLicense(deps.db, parseUuid(params.id!, 'license id'), update, context(actor));
         return { json: change };

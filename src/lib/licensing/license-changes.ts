@@ -8,7 +8,7 @@ import { describe, truncateToSeconds } from '../validate.js';
 import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
 import { parseDuration } from '../duration.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
-import { dropEmpty, getLicense, toDate, type EntitlementGrant, type License } from './licenses.js';
+import { dropEmpty, getLicense, parseBinding, toDate, type EntitlementGrant, type License } from './licenses.js';
 import { listMachines } from './machines.js';
 
 /**
@@ -30,6 +30,11 @@ export interface LicenseUpdate {
   readonly setLimits?: readonly EntitlementGrant[];
   /** Merged into the license's metadata; an empty value removes its key. */
   readonly metadata?: Readonly<Record<string, string>>;
+  /**
+   * 'hardware-id' or 'machine-key': how the next checkouts seal the decryption key. Files
+   * already checked out keep the binding they were made with.
+   */
+  readonly binding?: string;
 }
 
 export interface LicenseChange {
@@ -78,6 +83,7 @@ export async function updateLicense(db: Database, reference: string, update: Lic
     if (parsed.maxMachines !== undefined) set('max_machines', before.max_machines, parsed.maxMachines);
     if (parsed.floating !== undefined) set('floating', before.floating, parsed.floating);
     if (parsed.leaseHours !== undefined) set('lease_hours', before.lease_hours, parsed.leaseHours);
+    if (parsed.binding !== undefined) set('binding', before.binding, parsed.binding);
     if (parsed.metadata !== undefined) {
       const merged = dropEmpty({ ...before.metadata, ...parsed.metadata });
       set('metadata', before.metadata, JSON.stringify(merged), merged);
@@ -170,6 +176,7 @@ function parseUpdate(update: LicenseUpdate): LicenseUpdate {
     ...(update.maxMachines === undefined ? {} : { maxMachines: parseMaxMachines(update.maxMachines) }),
     ...(update.leaseHours === undefined ? {} : { leaseHours: parseLeaseHours(update.leaseHours) }),
     ...(update.metadata === undefined ? {} : { metadata: parseMetadata(update.metadata) }),
+    ...(update.binding === undefined ? {} : { binding: parseBinding(update.binding) }),
   };
 }
 

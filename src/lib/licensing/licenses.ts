@@ -14,6 +14,7 @@ import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
 import { MACHINE_COLUMNS, seatHeld } from './machines.js';
+import { BINDINGS, type Binding } from '../offline/machine-key.js';
 import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from '../validate.js';
 
 export const LICENSE_TYPES = ['time_based', 'usage_based', 'hybrid'] as const;
@@ -51,6 +52,11 @@ export interface License {
   readonly machines_in_use?: number;
   /** The vendor's own key/value pairs, for their systems; never in a .lic file. */
   readonly metadata: Readonly<Record<string, string>>;
+  /**
+   * How offline files seal the decryption key: to the hardware ID (format version 1) or to
+   * the machine's own key from its activation request (version 2, `machine_key`).
+   */
+  readonly binding: Binding;
   /** Sorted by code (code point order, the same on every engine). */
   readonly entitlements: readonly LicenseEntitlement[];
   readonly created_at: string;
@@ -73,6 +79,16 @@ export interface NewLicense {
   readonly floating?: boolean;
   readonly leaseHours?: number;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** 'hardware-id' (the default) or 'machine-key'. */
+  readonly binding?: string;
+}
+
+/** `--binding` / `binding`: INVALID_INPUT unless one of BINDINGS. */
+export function parseBinding(value: unknown): Binding {
+  if (typeof value !== 'string' || !(BINDINGS as readonly string[]).includes(value)) {
+    throw new LicenseServerError('INVALID_INPUT', `binding must be ${BINDINGS.join(' or ')}, got ${describe(typeof value === 'string' ? value : String(value))}`);
+  }
+  return value as Binding;
 }
 
 export function parseLicenseType(type: string): LicenseType {
@@ -129,6 +145,7 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
     throw new LicenseServerError('INVALID_INPUT', 'a floating license needs --max-machines: its seats are what the machines share');
   }
   const decryptionKey = input.withDecryptionKey ? randomBytes(32) : null;
+  const binding = input.binding === undefined ? 'hardware-id' : parseBinding(input.binding);
 
   for (let attempt = 1; ; attempt += 1) {
     const id = randomUUID();
@@ -141,10 +158,10 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
         const stamp = at.toISOString();
         await tx.execute(
           `INSERT INTO licenses (id, license_key, customer_id, type, active, valid_from, valid_until, decryption_key,
-             max_machines, floating, lease_hours, metadata, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+             max_machines, floating, lease_hours, metadata, binding, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           [id, key, customerId, type, true, validFrom.toISOString(), validUntil.toISOString(), decryptionKey,
-            maxMachines, floating, leaseHours, JSON.stringify(metadata), stamp, stamp],
+            maxMachines, floating, leaseHours, JSON.stringify(metadata), binding, stamp, stamp],
         );
         for (const { entitlement, usageLimit } of resolved) {
           await tx.execute('INSERT INTO license_entitlements (license_id, entitlement_id, usage_limit) VALUES (?, ?, ?)', [
@@ -167,6 +184,7 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
             floating,
             ...(floating ? { lease_hours: leaseHours } : {}),
             ...(Object.keys(metadata).length ? { metadata } : {}),
+            ...(binding === 'hardware-id' ? {} : { binding }),
           },
         });
         const license = await getLicense(tx, id);
@@ -203,7 +221,7 @@ export function toDate(value: Date | string, what: string, endOfDay: boolean): D
 
 const LICENSE_COLUMNS = `l.id, l.license_key, l.customer_id, c.name AS customer_name, c.active AS customer_active,
   l.type, l.active, l.valid_from, l.valid_until, l.decryption_key IS NOT NULL AS has_decryption_key,
-  l.max_machines, l.floating, l.lease_hours, l.metadata, l.created_at, l.updated_at`;
+  l.max_machines, l.floating, l.lease_hours, l.metadata, l.binding, l.created_at, l.updated_at`;
 const LICENSE_FROM = 'FROM licenses l JOIN customers c ON c.id = l.customer_id';
 const SELECT = `SELECT ${LICENSE_COLUMNS} ${LICENSE_FROM}`;
 
@@ -402,6 +420,7 @@ async function withEntitlements(db: Queryable, rows: Row[], seatsAt?: Date): Pro
       lease_hours: asInt(row.lease_hours),
       ...(seatsAt ? { machines_in_use: seats.get(String(row.id)) ?? 0 } : {}),
       metadata: asJson(row.metadata) as Record<string, string>,
+      binding: String(row.binding) as Binding,
       entitlements,
       created_at: asIso(row.created_at),
       updated_at: asIso(row.updated_at),

@@ -9,7 +9,7 @@ import { sealedWithOf } from '../signing-keys/signer.js';
 /** What a checkout needs of a license: its terms, its customer, and its file's entitlements. */
 export interface CheckoutLicense
   extends SeatPolicy,
-    Pick<License, 'key_prefix' | 'customer_id' | 'customer_name' | 'customer_active' | 'type' | 'active' | 'valid_from' | 'valid_until'> {
+    Pick<License, 'key_prefix' | 'customer_id' | 'customer_name' | 'customer_active' | 'type' | 'active' | 'valid_from' | 'valid_until' | 'binding'> {
   /** Sorted by code, as getLicense sorts them. */
   readonly entitlements: readonly LicenseFileEntitlement[];
 }
@@ -52,7 +52,7 @@ function checkoutSql(engine: Engine, where: string): string {
   let sql = statements.get(cacheKey);
   if (!sql) {
     sql = `SELECT l.id, l.license_key, l.customer_id, c.name AS customer_name, c.active AS customer_active, l.type, l.active,
-        l.valid_from, l.valid_until, l.decryption_key, l.max_machines, l.floating, l.lease_hours,
+        l.valid_from, l.valid_until, l.decryption_key, l.max_machines, l.floating, l.lease_hours, l.binding,
         (SELECT ${ENTITLEMENTS_JSON[engine]} FROM license_entitlements le JOIN entitlements e ON e.id = le.entitlement_id
          WHERE le.license_id = l.id) AS entitlements,
         ${MACHINE_COLUMNS.map((column) => `m.${column} AS m_${column}`).join(', ')},
@@ -98,6 +98,7 @@ export async function readCheckoutSource(
     max_machines: asIntOrNull(first.max_machines),
     floating,
     lease_hours: Number(first.lease_hours),
+    binding: String(first.binding) as License['binding'],
     entitlements,
   };
   const machine = first.m_id === null || first.m_id === undefined

@@ -4,7 +4,7 @@ import { raiseEvent } from '../notifications/outbox.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { licenseNotFound } from '../licensing/licenses.js';
-import { admitMachine } from '../licensing/machines.js';
+import { admitMachine, migrateMachine } from '../licensing/machines.js';
 import { noteMachineRefusal, type MachineRefusal } from '../notifications/machine-refusals.js';
 import type { Database, Engine, Queryable } from '../storage/types.js';
 import { describe, toRfc3339Seconds, truncateToSeconds } from '../validate.js';
@@ -12,6 +12,7 @@ import { parseHardwareId, sealDecryptionKey } from './binding.js';
 import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, LICENSE_FILE_VERSION_2, type LicenseFilePayload } from './format.js';
 import type { ActivationRequest } from './activation-request.js';
 import { checkRequestFor, parseCheckoutRequest, recordRequestNonce } from './request-checkout.js';
+import { machineKeyMembers, parseMachineKey } from './machine-key.js';
 import { signingKeyMissing } from '../signing-keys/keys.js';
 import { signerForKey, type LicenseSigner } from '../signing-keys/signer.js';
 import { activeSigningKey, readCheckoutSource, type CheckoutSource } from './checkout-read.js';
@@ -26,9 +27,17 @@ export interface CheckoutRequest {
   readonly hardwareId?: unknown;
   /**
    * An activation request file's text (activation-request.ts): the file is bound to its
-   * hardware ID and carries its nonce (format version 2). Not together with hardwareId.
+   * hardware ID and carries its nonce (format version 2), and a 'machine-key' license's
+   * decryption key is sealed to the request's machine_key. Not together with hardwareId.
    */
   readonly activationRequest?: unknown;
+  /**
+   * The machine's X25519 public key (unpadded base64url), as an activation request carries
+   * it; a checkout with activationRequest takes the request's own. A license bound with
+   * 'machine-key' is refused without one (MACHINE_KEY_REQUIRED); for a 'hardware-id'
+   * license it is not used.
+   */
+  readonly machineKey?: unknown;
 }
 
 /** Spec section 2.3, with `license_file` being the file's own text (already Base64). */
@@ -114,11 +123,17 @@ export async function recordCheckout(
   if (given(request.activationRequest) && given(request.hardwareId)) {
     throw new LicenseServerError('INVALID_INPUT', 'give a hardware_id or an activation request, not both: a request names its machine itself');
   }
+  if (given(request.activationRequest) && given(request.machineKey)) {
+    throw new LicenseServerError('INVALID_INPUT', 'give a machine key or an activation request, not both: a request carries its machine key itself');
+  }
   const activation = given(request.activationRequest) ? parseCheckoutRequest(request.activationRequest) : undefined;
   const hardwareId = activation ? activation.hardware_id : given(request.hardwareId) ? parseHardwareId(request.hardwareId) : undefined;
+  // The request's machine key is the machine-key binding's hook: the file is sealed to it.
+  const machineKeyText = activation ? activation.machine_key : request.machineKey;
+  const machineKey = given(machineKeyText) ? parseMachineKey(machineKeyText) : undefined;
   checkoutsInFlight += 1;
   try {
-    return await recordAndSign(db, reference, ttlDays, hardwareId, activation, context);
+    return await recordAndSign(db, reference, ttlDays, hardwareId, activation, context, machineKey);
   } finally {
     checkoutsInFlight -= 1;
   }
@@ -143,6 +158,7 @@ async function recordAndSign(
   hardwareId: string | undefined,
   activation: ActivationRequest | undefined,
   context: CheckoutContext,
+  machineKey: Uint8Array | undefined,
 ): Promise<RecordedCheckout> {
   // A refusal for the machine limit rolls the checkout back; it is counted afterwards.
   let limited: MachineRefusal | undefined;
@@ -164,7 +180,7 @@ async function recordAndSign(
       if (badReference) throw badReference;
       if (!source) throw licenseNotFound(reference);
       try {
-        return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId, activation }, context);
+        return await issue(tx, db.engine, source, signer, { ttlDays, hardwareId, activation, machineKey }, context);
       } catch (error) {
         if (error instanceof LicenseServerError && error.code === 'MACHINE_LIMIT_EXCEEDED' && hardwareId !== undefined && source.license.max_machines !== null) {
           limited = { licenseId: source.license.id, hardwareId, maxMachines: source.license.max_machines };
@@ -206,7 +222,12 @@ async function issue(
   engine: Engine,
   { license, licenseKey, decryptionKey, machine }: CheckoutSource,
   signer: LicenseSigner,
-  { ttlDays, hardwareId, activation }: { readonly ttlDays: number; readonly hardwareId: string | undefined; readonly activation: ActivationRequest | undefined },
+  { ttlDays, hardwareId, activation, machineKey }: {
+    readonly ttlDays: number;
+    readonly hardwareId: string | undefined;
+    readonly activation: ActivationRequest | undefined;
+    readonly machineKey: Uint8Array | undefined;
+  },
   context: CheckoutContext,
 ): Promise<IssuedPayload> {
   // A request for another license is refused as such, whatever the state of this one.
@@ -222,6 +243,8 @@ async function issue(
       hint: 'Extend or replace the license before checking it out.',
     });
   }
+  // A machine-key license is sealed to the request's machine key (version 2), never to a bare hardware ID.
+  const machineBound = machineKeyMembers(license, hardwareId, machineKey, decryptionKey);
   if (decryptionKey && hardwareId === undefined) {
     throw new LicenseServerError('HARDWARE_ID_REQUIRED', `license ${license.id} has a decryption key, so a hardware_id is required`);
   }
@@ -246,7 +269,12 @@ async function issue(
     const described = activation
       ? { ...(activation.machine_name === '' ? {} : { name: activation.machine_name }), ...(activation.app_version === '' ? {} : { clientVersion: activation.app_version }) }
       : {};
-    const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil, ...described }, context, { row: machine, decryptionKey });
+    // A request from a machine that moved from hw1 to hw2 keeps its record and seat, as a validation does.
+    const previousHardwareId = activation?.previous_hardware_id;
+    const row = !machine && previousHardwareId !== undefined
+      ? await migrateMachine(tx, engine, license.id, { hardwareId, previousHardwareId }, context)
+      : machine;
+    const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil, ...described }, context, { row, decryptionKey });
     if (!admission.admitted) {
       throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
     }
@@ -254,7 +282,7 @@ async function issue(
   }
   const payload: LicenseFilePayload = {
     // Version 1 byte for byte for every file that needs nothing of version 2.
-    version: activation ? LICENSE_FILE_VERSION_2 : LICENSE_FILE_VERSION,
+    version: activation || machineBound ? LICENSE_FILE_VERSION_2 : LICENSE_FILE_VERSION,
     license_id: license.id,
     license_key_prefix: license.key_prefix,
     customer_name: license.customer_name,
@@ -263,11 +291,12 @@ async function issue(
     valid_until: toRfc3339Seconds(validUntil),
     hardware_id: hardwareId ?? '',
     entitlements: license.entitlements,
-    ...(decryptionKey && hardwareId !== undefined ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
+    ...(decryptionKey && hardwareId !== undefined && !machineBound ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
     issued_at: toRfc3339Seconds(issuedAt),
     issuer: context.issuer,
     ...(signer.keyIdInFiles ? { key_id: signer.keyId } : {}),
     ...(activation ? { request_nonce: activation.nonce } : {}),
+    ...machineBound,
   };
   const checkoutId = randomUUID();
   await recordAudit(tx, context, {
@@ -282,6 +311,7 @@ async function issue(
       issued_at: new Date(payload.issued_at).toISOString(),
       hardware_id: hardwareId ?? null,
       encrypted_key: payload.encrypted_key !== undefined,
+      ...(payload.machine_key === undefined ? {} : { machine_key: payload.machine_key }),
       signing_key_id: signer.keyId,
       ...(activation ? { request_nonce: activation.nonce } : {}),
     },

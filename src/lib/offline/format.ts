@@ -3,6 +3,7 @@ import { KEY_ID_PATTERN } from '../crypto/key-set.js';
 import { LicenseServerError } from '../errors.js';
 import { decodeBase64Strict, encodeBase64 } from './base64.js';
 import { MAX_HARDWARE_ID_LENGTH, SEALED_KEY_LENGTH } from './binding.js';
+import { MACHINE_SEALED_KEY_LENGTH, machineKeyMembersProblem } from './machine-key.js';
 import { repeatedMember } from './unique-members.js';
 
 /**
@@ -18,7 +19,7 @@ import { repeatedMember } from './unique-members.js';
 export const LICENSE_FILE_VERSION = 1;
 export const LICENSE_FILE_VERSION_2 = 2;
 /** The members version 2 adds (section "Version 2"); a version 2 file carries at least one. */
-export const V2_MEMBERS = ['request_nonce'] as const;
+export const V2_MEMBERS = ['request_nonce', 'machine_key'] as const;
 /** `request_nonce`: the activation request's nonce as written there, 16 bytes in unpadded base64url. */
 const REQUEST_NONCE = /^[A-Za-z0-9_-]{21}[AQgw]$/;
 
@@ -45,6 +46,8 @@ export interface LicenseFilePayload {
   readonly key_id?: string;
   /** Version 2: the nonce of the activation request the file answers. */
   readonly request_nonce?: string;
+  /** Version 2: the machine's X25519 public key, unpadded base64url; encrypted_key is then sealed to it. */
+  readonly machine_key?: string;
 }
 
 export interface DecodedLicenseFile {
@@ -66,7 +69,7 @@ export function canonicalPayloadText(payload: LicenseFilePayload): string {
 /** The payload's members in RFC 8785 order (UTF-16 code units; all ASCII here). */
 const MEMBER_ORDER = [
   'customer_name', 'encrypted_key', 'entitlements', 'hardware_id', 'issued_at', 'issuer', 'key_id', 'license_id',
-  'license_key_prefix', 'license_type', 'request_nonce', 'valid_from', 'valid_until', 'version',
+  'license_key_prefix', 'license_type', 'machine_key', 'request_nonce', 'valid_from', 'valid_until', 'version',
 ] as const;
 
 /**
@@ -266,9 +269,13 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
   if ('key_id' in object && !(typeof object.key_id === 'string' && KEY_ID_PATTERN.test(object.key_id))) {
     malformed('"key_id" must be 16 lowercase hex digits');
   }
+  const problem = machineKeyMembersProblem(object, hardwareId);
+  if (problem !== undefined) malformed(problem);
   if ('encrypted_key' in object) {
+    // The HPKE form of a machine-key file is longer than the hardware-ID form.
+    const length = 'machine_key' in object ? MACHINE_SEALED_KEY_LENGTH : SEALED_KEY_LENGTH;
     const sealed = typeof object.encrypted_key === 'string' ? decodeBase64Strict(object.encrypted_key) : undefined;
-    if (!sealed || sealed.length !== SEALED_KEY_LENGTH) malformed(`"encrypted_key" must be the Base64 of ${SEALED_KEY_LENGTH} bytes`);
+    if (!sealed || sealed.length !== length) malformed(`"encrypted_key" must be the Base64 of ${length} bytes`);
     if (hardwareId === '') malformed('"encrypted_key" requires a "hardware_id"');
   }
   if ('request_nonce' in object && !(typeof object.request_nonce === 'string' && REQUEST_NONCE.test(object.request_nonce))) {
@@ -289,6 +296,7 @@ function checkPayload(object: Record<string, unknown>): LicenseFilePayload {
     issuer: text('issuer'),
     ...('key_id' in object ? { key_id: object.key_id as string } : {}),
     ...('request_nonce' in object ? { request_nonce: object.request_nonce as string } : {}),
+    ...('machine_key' in object ? { machine_key: object.machine_key as string } : {}),
   };
   if (payload.valid_until <= payload.valid_from) malformed('"valid_until" must be after "valid_from"');
   return payload;

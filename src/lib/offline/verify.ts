@@ -3,6 +3,7 @@ import { LicenseServerError } from '../errors.js';
 import { unsealDecryptionKey } from './binding.js';
 import { verifyEd25519 } from './ed25519.js';
 import { decodeLicenseFile, type DecodedLicenseFile, type LicenseFilePayload } from './format.js';
+import { unsealForMachine } from './machine-key.js';
 
 export interface VerifyOptions {
   /**
@@ -19,6 +20,17 @@ export interface VerifyOptions {
   readonly hardwareId?: string;
   /** The caller's explicit choice to check only the signature and window of a file with `encrypted_key`. */
   readonly skipHardwareCheck?: boolean;
+  /**
+   * The machine's X25519 private key (32 bytes), which opens the decryption key of a file
+   * with `machine_key` (machine-key binding). Without it such a file's key is not opened:
+   * MACHINE_KEY_MISSING.
+   */
+  readonly machinePrivateKey?: Uint8Array;
+  /**
+   * The server reading back a file it wrote for a machine-key license: it holds no machine
+   * private key, so everything is checked but the sealed key is left sealed.
+   */
+  readonly leaveMachineKeySealed?: boolean;
   readonly now?: Date;
 }
 
@@ -60,7 +72,10 @@ export function verifyLicenseFile(file: string | Uint8Array, options: VerifyOpti
     throw new LicenseServerError('HARDWARE_MISMATCH', `hardware ID mismatch${detail}`);
   }
   if (payload.encrypted_key === undefined) return { payload, hardwareChecked: true };
-  const decryptionKey = unsealDecryptionKey(payload.encrypted_key, payload.hardware_id, payload.license_id);
+  if (payload.machine_key !== undefined && options.leaveMachineKeySealed === true) return { payload, hardwareChecked: true };
+  const decryptionKey = payload.machine_key === undefined
+    ? unsealDecryptionKey(payload.encrypted_key, payload.hardware_id, payload.license_id)
+    : unsealForMachine({ ...payload, encrypted_key: payload.encrypted_key, machine_key: payload.machine_key }, options.machinePrivateKey);
   return { payload, hardwareChecked: true, decryptionKey };
 }
 

@@ -31,7 +31,8 @@ export async function writeLicenseFile(target: string, licenseFile: string, opti
   }
   if (!readBack.equals(Buffer.from(licenseFile, 'utf8'))) return reject('its bytes differ from what was written');
   try {
-    verifyLicenseFile(readBack, { publicKey: options.publicKey, hardwareId: options.hardwareId, now: options.now });
+    // A machine-key file's key opens only on its machine; the rest is checked as a client will.
+    verifyLicenseFile(readBack, { publicKey: options.publicKey, hardwareId: options.hardwareId, now: options.now, leaveMachineKeySealed: true });
   } catch (error) {
     return reject(error instanceof Error ? error.message : String(error));
   }

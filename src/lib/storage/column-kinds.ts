@@ -16,7 +16,7 @@ export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, Colum
   entitlements: { id: u, code: t, name: t, created_at: ts },
   licenses: {
     id: u, license_key: t, customer_id: u, type: t, active: b, valid_from: ts, valid_until: ts, decryption_key: by,
-    created_at: ts, updated_at: ts, max_machines: i, floating: b, lease_hours: i, metadata: j,
+    created_at: ts, updated_at: ts, max_machines: i, floating: b, lease_hours: i, metadata: j, binding: t,
   },
   license_entitlements: { license_id: u, entitlement_id: u, usage_limit: i, used: i },
   signing_keys: {

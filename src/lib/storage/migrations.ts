@@ -385,6 +385,16 @@ function activationRequests(t: (typeof T)['sqlite']): string[] {
   ];
 }
 
+/**
+ * How a license's decryption key is sealed in its offline files (docs/offline-license-format.md
+ * section 7): 'hardware-id' (version 1's HKDF of the hardware ID, the default and every
+ * license made before this migration) or 'machine-key' (HPKE to the machine's own X25519
+ * key, from its activation request; offline/machine-key.ts).
+ */
+const LICENSE_BINDING = [
+  `ALTER TABLE licenses ADD COLUMN binding TEXT NOT NULL DEFAULT 'hardware-id' CHECK (binding IN ('hardware-id', 'machine-key'))`,
+];
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -397,6 +407,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 9, name: 'off-site copies', sqlite: backupCopies(T.sqlite), postgres: backupCopies(T.postgres) },
   { version: 10, name: 'key endorsements', sqlite: signingKeyEndorsements(T.sqlite), postgres: signingKeyEndorsements(T.postgres) },
   { version: 11, name: 'activation requests', sqlite: activationRequests(T.sqlite), postgres: activationRequests(T.postgres) },
+  { version: 12, name: 'license binding', sqlite: LICENSE_BINDING, postgres: LICENSE_BINDING },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

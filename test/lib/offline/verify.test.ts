@@ -205,7 +205,7 @@ describe('offline verification', () => {
   it('refuses a version other than 1 and 2 before looking further', () => {
     refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 3 })), 'LICENSE_FILE_UNSUPPORTED_VERSION', /format version 3; this license-server reads versions 1 and 2$/);
     // Version 2 is read: without a member of its own it is malformed (it would be written as version 1).
-    refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 2 })), 'LICENSE_FILE_MALFORMED', /a version 2 file must carry "request_nonce"/);
+    refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 2 })), 'LICENSE_FILE_MALFORMED', /a version 2 file must carry "request_nonce" or "machine_key"/);
     refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: 0 })), 'LICENSE_FILE_UNSUPPORTED_VERSION');
     refusedWith(() => verify(forge({ ...data.vectors[0].payload, version: '1' })), 'LICENSE_FILE_MALFORMED', /"version"/);
   });
