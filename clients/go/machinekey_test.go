@@ -84,7 +84,7 @@ func TestMachineKeyFileFromTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	validate := func(privateKeyHex string) *Result {
+	validateIn := func(cacheDir, privateKeyHex string) *Result {
 		var key []byte
 		if privateKeyHex != "" {
 			if key, err = hex.DecodeString(privateKeyHex); err != nil {
@@ -93,7 +93,7 @@ func TestMachineKeyFileFromTheServer(t *testing.T) {
 		}
 		c, err := New(Config{
 			Mode: ModeOffline, LicenseKey: os.Getenv("LICENSE_E2E_LICENSE_KEY"), Version: "1.0.0", HardwareID: os.Getenv("LICENSE_E2E_HARDWARE_ID"),
-			Offline: OfflineConfig{Enabled: true, CacheDir: t.TempDir(), LicenseFile: file, PublicKey: pem, MachinePrivateKey: key},
+			Offline: OfflineConfig{Enabled: true, CacheDir: cacheDir, LicenseFile: file, PublicKey: pem, MachinePrivateKey: key},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -101,6 +101,7 @@ func TestMachineKeyFileFromTheServer(t *testing.T) {
 		defer c.Close()
 		return c.Validate()
 	}
+	validate := func(privateKeyHex string) *Result { return validateIn(t.TempDir(), privateKeyHex) }
 	with := validate(os.Getenv("LICENSE_E2E_MACHINE_PRIVATE_KEY_HEX"))
 	if !with.Valid || hex.EncodeToString(with.DecryptionKey) != os.Getenv("LICENSE_E2E_DECRYPTION_KEY_HEX") {
 		t.Fatalf("with the machine's private key: %+v", with)
@@ -109,4 +110,11 @@ func TestMachineKeyFileFromTheServer(t *testing.T) {
 		t.Fatalf("without it: %+v", without)
 	}
 	t.Logf("opened %s with the machine's private key", filepath.Base(file))
+	// The cache directory the Node client's request and install used: its machine-key.json opens the file.
+	if cacheDir := os.Getenv("LICENSE_E2E_CACHE_DIR"); cacheDir != "" {
+		if cached := validateIn(cacheDir, ""); !cached.Valid || hex.EncodeToString(cached.DecryptionKey) != os.Getenv("LICENSE_E2E_DECRYPTION_KEY_HEX") {
+			t.Fatalf("with the Node client's cache and no private key given: %+v", cached)
+		}
+		t.Logf("opened %s with the key of the Node client's cache", filepath.Base(file))
+	}
 }

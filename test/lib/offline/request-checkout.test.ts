@@ -84,6 +84,23 @@ forEachEngine('checkout with an activation request', (fixture) => {
     assert.equal(verified.payload.version, 2);
   });
 
+  it('moves the machine of the request\'s previous_hardware_id (hw1) to its hw2 ID, holding the one seat, as a validation does', async () => {
+    const customerId = (await createCustomer(db, { name: 'Moved Machines' }, setup)).id;
+    const single = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01', maxMachines: 1 }, setup);
+    const hw1 = `hw1-${'ab'.repeat(20)}`;
+    await checkoutLicense(db, single.id, { ttlDays: 30, hardwareId: hw1 }, context);
+    // Without previous_hardware_id the hw2 request is a second machine: refused, the seat is the hw1 one's.
+    await refused(checkoutLicense(db, single.id, { ttlDays: 30, activationRequest: requestFor(single.key, 'hw2-moved').text }, context), 'MACHINE_LIMIT_EXCEEDED');
+    const { text } = requestFor(single.key, 'hw2-moved', { previous_hardware_id: hw1 });
+    const result = await checkoutLicense(db, single.id, { ttlDays: 30, activationRequest: text }, at(60_000));
+    assert.equal(verifyLicenseFile(result.license_file, { publicKey, hardwareId: 'hw2-moved', now: fixedNow }).payload.hardware_id, 'hw2-moved');
+    const machines = await db.query('SELECT hardware_id FROM machines WHERE license_id = ?', [single.id]);
+    assert.deepEqual(machines.map((row) => row.hardware_id), ['hw2-moved']);
+    const [moved] = await listAudit(db, { action: 'machine.migrated' });
+    assert.equal(moved!.details.previous_hardware_id, hw1);
+    assert.equal(moved!.details.license_id, single.id);
+  });
+
   it('writes version 1, byte for byte as before, for every checkout without a request', async () => {
     const result = await checkoutLicense(db, other.id, { ttlDays: 7, hardwareId: 'hw2-plain' }, context);
     const json = Buffer.from(result.license_file, 'base64').toString('utf8');
