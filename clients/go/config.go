@@ -107,8 +107,9 @@ type OfflineConfig struct {
 	// MachinePrivateKey is the machine's 32-byte X25519 private key of the activation
 	// request a machine-key file answers (docs/offline-license-format.md, "The machine-key
 	// binding"), for an application that stores it itself. It opens the file's decryption
-	// key, which nothing in the file opens; without it that key is refused
-	// (MACHINE_KEY_MISSING).
+	// key, which nothing in the file opens. Without it the client takes the key
+	// InstallLicenseFile kept in the cache directory (machine-key.json); with neither, that
+	// key is refused (MACHINE_KEY_MISSING).
 	MachinePrivateKey []byte
 }
 

@@ -37,7 +37,9 @@ export interface OfflineOptions {
    * The machine's X25519 private key (32 bytes) of the activation request a machine-key
    * file answers (docs/offline-license-format.md, "The machine-key binding"), for an
    * application that stores it itself. It opens the file's decryption key, which nothing in
-   * the file opens; without it such a file's key is refused with MACHINE_KEY_MISSING.
+   * the file opens. Without it the client takes the key installLicenseFile kept in the cache
+   * directory (machine-key.json); with neither, such a file's key is refused with
+   * MACHINE_KEY_MISSING.
    */
   readonly machinePrivateKey?: Uint8Array;
 }
