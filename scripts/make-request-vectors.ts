@@ -126,6 +126,7 @@ const v2File = encodeLicenseFile(v2Payload, v2Signature);
 const signedFile = (payload: Record<string, unknown>) => encodeLicenseFile(payload as unknown as LicenseFilePayload, signEd25519(canonicalPayloadBytes(payload as unknown as LicenseFilePayload), secretKey));
 const { request_nonce: _nonce, ...v2WithoutNonce } = v2Payload;
 const fileMalformed = (reason: string) => `license file is malformed: ${reason}`;
+const withoutKey = ({ encrypted_key: _key, ...rest }: LicenseFilePayload) => rest;
 
 const v2Vectors = {
   description: '.lic format version 2 (docs/offline-license-format.md section 13): "vectors" verify with signing-key.pem at "now" and "hardware_id", unseal "decryption_key_hex" and answer the request of activation-request-v1.json; "refuse" are files every reader of version 2 refuses with "code" and "message".',
@@ -150,6 +151,9 @@ const v2Vectors = {
     { name: 'request-nonce-non-canonical', file: signedFile({ ...v2Payload, request_nonce: `${request.nonce.slice(0, 21)}x` }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
     { name: 'request-nonce-padded', file: signedFile({ ...v2Payload, request_nonce: `${request.nonce}==` }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
     { name: 'request-nonce-not-a-string', file: signedFile({ ...v2Payload, request_nonce: 16 }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"request_nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
+    // With machine_key too (section 14): the key must be the HPKE form, and the file bound.
+    { name: 'request-nonce-and-machine-key-with-60-byte-key', file: signedFile({ ...v2Payload, machine_key: request.machine_key }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"encrypted_key" must be the Base64 of 80 bytes') },
+    { name: 'request-nonce-and-machine-key-unbound', file: signedFile({ ...withoutKey(v2Payload), machine_key: request.machine_key, hardware_id: '' }), code: 'LICENSE_FILE_MALFORMED', message: fileMalformed('"machine_key" requires a "hardware_id"') },
     { name: 'version-3', file: signedFile({ ...v2Payload, version: 3 }), code: 'LICENSE_FILE_UNSUPPORTED_VERSION', message: 'license file has format version 3; this license-server reads versions 1 and 2' },
   ],
 };
