@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { forEachEngine } from '../support/engines.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
+import { activationRequestFor } from '../support/activation-request.js';
+import { generateKeyPair } from '../../src/lib/crypto/hpke.js';
+import { encodeMachineKey } from '../../src/lib/offline/machine-key.js';
+import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
 
 /**
  * The binding over HTTP (docs/http-api.md): a License body carries `binding`, POST and PATCH
@@ -44,5 +48,17 @@ forEachEngine('license binding over HTTP', (fixture) => {
     const bad = await call('PATCH', `/api/licenses/${plain.body.id}`, { binding: 'machine' });
     assert.equal(bad.status, 400, bad.text);
     assert.equal(bad.body.error.code, 'INVALID_INPUT');
+  });
+
+  it('checks a machine-key license out with an activation request: request_nonce, machine_key and the HPKE-sealed key', async () => {
+    const created = await call('POST', '/api/licenses', { customer_id: customerId, type: 'time_based', valid_until: '2099-01-01', with_decryption_key: true, binding: 'machine-key' });
+    const machine = generateKeyPair();
+    const { text, request } = activationRequestFor(created.body.key, 'hw2-by-request', { machine_key: encodeMachineKey(machine.publicKey) });
+    const checkout = await call('POST', `/api/licenses/${created.body.id}/checkout`, { ttl_days: 30, request: text });
+    assert.equal(checkout.status, 200, checkout.text);
+    const payload = JSON.parse(Buffer.from(checkout.body.license_file, 'base64').toString('utf8'));
+    assert.deepEqual([payload.version, payload.request_nonce, payload.machine_key, payload.hardware_id], [2, request.nonce, request.machine_key, 'hw2-by-request']);
+    const { decryptionKey } = verifyLicenseFile(checkout.body.license_file, { publicKey: (await call('GET', '/api/signing-key')).body.public_key_pem, hardwareId: 'hw2-by-request', machinePrivateKey: machine.privateKey });
+    assert.equal(decryptionKey?.length, 32);
   });
 });
