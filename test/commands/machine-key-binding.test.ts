@@ -13,7 +13,8 @@ import { forEachEngine } from '../support/engines.js';
  * `license create/update --binding`, `license show`, the checkout's refusal of a bare
  * --hardware-id, and `license verify --machine-private-key` (docs/offline-license-format.md
  * section 14). The file is checked out through the library with a machine key, as the
- * activation request's checkout will pass it.
+ * activation request's checkout passes it (test/clients/machine-key-e2e.test.ts runs
+ * `license checkout --request` itself).
  */
 forEachEngine('machine-key binding from the command line', (fixture) => {
   let work: string;
