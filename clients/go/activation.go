@@ -210,8 +210,10 @@ func (c *Client) InstallLicenseFile(file []byte, pending *PendingActivationReque
 		return nil, clientError("LICENSE_FILE_WRONG_REQUEST", "%s", wrongRequest(nonce, record))
 	}
 	// A machine-key file's key opens with the private key of the request it answers.
-	privateKeyText := record.PrivateKey
-	if answersInstalled {
+	privateKeyText := ""
+	if answersPending {
+		privateKeyText = record.PrivateKey
+	} else {
 		privateKeyText = installed.PrivateKey
 	}
 	machinePrivateKey, _ := base64.RawURLEncoding.Strict().DecodeString(privateKeyText)
