@@ -6,6 +6,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { LicenseClient, LicenseClientError } from '../../src/client/index.js';
+import { deriveHardwareId } from '../../src/client/hardware-id.js';
+import { ClientStore } from '../../src/client/store.js';
 import { decodeActivationRequest } from '../../src/lib/offline/activation-request.js';
 import { decodeLicenseFile } from '../../src/lib/offline/format.js';
 import { ok, runCli } from '../support/cli.js';
@@ -169,5 +171,31 @@ forEachEngine('activation by request file, Node client and license checkout --re
       assert.match(error.stderr, /the license key is needed: --license-key-file FILE, or \$LICENSE_SERVER_LICENSE_KEY/);
       return true;
     });
+  });
+
+  it('a machine that moved from hw1 to hw2 names its hw1 ID in the request, and the checkout moves its machine, holding the one seat', async function () {
+    this.timeout(60_000);
+    const hardwareId = deriveHardwareId();
+    if (!hardwareId.startsWith('hw2-')) this.skip();
+    const customer = ok(await cli('customer', 'create', '--name', 'Moved Works', '--json')).json();
+    const single = ok(await cli('license', 'create', '--customer', customer.id, '--type', 'time_based', '--valid-until', '2099-12-31', '--max-machines', '1', '--json')).json();
+    const hw1 = `hw1-${'5e'.repeat(20)}`;
+    mkdirSync(file('moved'));
+    ok(await cli('license', 'checkout', single.key, '--ttl-days', '30', '--hardware-id', hw1, '--out', file('moved')));
+    const machinesOf = async () => ok(await cli('machine', 'list', '--license', single.id, '--json')).json().map((row: { hardware_id: string }) => row.hardware_id);
+    assert.deepEqual(await machinesOf(), [hw1]);
+    const cacheDir = file('moved-cache');
+    // What an older client version left: the hw1 ID remembered next to the hw2 one in use.
+    await new ClientStore(cacheDir, single.key).writeHardwareIds({ hardware_id: hardwareId, previous_hardware_id: hw1 });
+    const client = new LicenseClient({ licenseKey: single.key, version: '4.2.0', offline: { enabled: true, licenseFile: file('moved.lic'), publicKey, cacheDir } });
+    const { text, request } = await client.createActivationRequest();
+    assert.equal(request.hardware_id, hardwareId);
+    assert.equal(request.previous_hardware_id, hw1);
+    writeFileSync(file('moved', 'request.txt'), text);
+    // The one seat is the hw1 machine's: only its move lets the request through.
+    ok(await cli('license', 'checkout', single.key, '--ttl-days', '30', '--request', file('moved', 'request.txt'), '--out', file('moved', 'by-request.lic')));
+    await client.installLicenseFile(readFileSync(file('moved', 'by-request.lic')));
+    client.close();
+    assert.deepEqual(await machinesOf(), [hardwareId]);
   });
 });
