@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"licenseserver.example/client/offline"
 )
@@ -91,5 +92,27 @@ func TestFirstBoundTriesTheNextIDOnAMismatchOnly(t *testing.T) {
 	_, err = firstBound([]string{"new", "old"}, func(id string) (string, error) { return "", errors.New("signature") })
 	if err == nil || err.Error() != "signature" {
 		t.Fatal(err)
+	}
+}
+
+// An activation request carries the remembered hw1 ID as previous_hardware_id, so that the
+// checkout answering it moves the machine (as the Node client's does).
+func TestActivationRequestNamesThePreviousHardwareID(t *testing.T) {
+	dir := t.TempDir()
+	c := previousClient(t, dir, func(r *resolved) { r.licenseKey = "7KQ2-M9XD-1RTV-4HJP-8WNC-3FGB-6ZSY"; r.version = "1.0.0" })
+	c.clock = newFakeClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	if err := c.store.writeHardwareIDs(&hardwareIDRecord{HardwareID: testHW2, PreviousHardwareID: testOldHW1}); err != nil {
+		t.Fatal(err)
+	}
+	made, err := c.CreateActivationRequest(ActivationRequestOptions{MachineName: "bench", ReturnPending: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if made.Request.HardwareID != testHW2 || made.Request.PreviousHardwareID != testOldHW1 {
+		t.Fatalf("%+v", made.Request)
+	}
+	decoded, err := offline.DecodeActivationRequest([]byte(made.Text))
+	if err != nil || decoded.PreviousHardwareID != testOldHW1 {
+		t.Fatalf("%+v %v", decoded, err)
 	}
 }
