@@ -166,17 +166,7 @@ func SystemSources() Sources {
 			}
 			return trimJS(strings.ToValidUTF8(string(data), "\uFFFD"))
 		},
-		ListDir: func(path string) []string {
-			entries, err := os.ReadDir(path)
-			if err != nil {
-				return nil
-			}
-			names := make([]string, len(entries))
-			for i, e := range entries {
-				names[i] = e.Name()
-			}
-			return names
-		},
+		ListDir:    listDir,
 		CPUModel:   cpuModel,
 		Interfaces: systemInterfaces,
 		Hostname: func() string {

@@ -3,8 +3,6 @@ package offline
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 )
@@ -32,29 +30,6 @@ var (
 	hpkeKemSuiteID = []byte{'K', 'E', 'M', 0x00, 0x20}
 	hpkeSuiteID    = []byte{'H', 'P', 'K', 'E', 0x00, 0x20, 0x00, 0x01, 0x00, 0x02}
 )
-
-func hkdfExtract(salt, ikm []byte) []byte {
-	if len(salt) == 0 {
-		salt = make([]byte, sha256.Size)
-	}
-	mac := hmac.New(sha256.New, salt)
-	mac.Write(ikm)
-	return mac.Sum(nil)
-}
-
-func hkdfExpand(prk, info []byte, length int) []byte {
-	out := make([]byte, 0, length+sha256.Size)
-	var previous []byte
-	for counter := byte(1); len(out) < length; counter++ {
-		mac := hmac.New(sha256.New, prk)
-		mac.Write(previous)
-		mac.Write(info)
-		mac.Write([]byte{counter})
-		previous = mac.Sum(nil)
-		out = append(out, previous...)
-	}
-	return out[:length]
-}
 
 func concatBytes(parts ...[]byte) []byte {
 	var out []byte
