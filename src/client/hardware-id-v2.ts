@@ -32,9 +32,8 @@ export function collectAttributesV2(root = '/'): string[] {
   const lines = new Set<string>();
   const machineId = machineAppSpecificId(readValue(at('etc/machine-id')) ?? readValue(at('var/lib/dbus/machine-id')));
   if (machineId) lines.add(`machine-app-id=${machineId}`);
-  const productUuid = readValue(at('sys/class/dmi/id/product_uuid'))?.toLowerCase();
-  // Firmware that leaves the UUID unset fills it with one repeated digit.
-  if (productUuid && !/^(0|-)+$|^(f|-)+$/.test(productUuid)) lines.add(`product-uuid=${productUuid}`);
+  // The DMI product UUID is not read: the kernel lets only root read it, so a service run as
+  // root and the same application run by a user would derive two IDs (docs/client.md).
   for (const name of listDir(at('sys/class/net'))) {
     const mac = permanentMac(root, name);
     if (mac) lines.add(`mac=${mac}`);

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { deriveHardwareId, deriveHardwareIdV1 } from '../../src/client/hardware-id.js';
 import { collectAttributesV2, deriveHardwareIdV2, machineAppSpecificId, MACHINE_APP_ID } from '../../src/client/hardware-id-v2.js';
+import { fileURLToPath } from 'node:url';
+import { asUser } from '../support/cli.js';
 import { buildTree, hardwareVectors } from '../support/hardware-tree.js';
 
 describe('hardware ID hw2 (test/vectors/hardware-id-v2.json)', () => {
@@ -54,6 +56,25 @@ describe('hardware ID hw2 (test/vectors/hardware-id-v2.json)', () => {
     const lines = collectAttributesV2(root);
     assert.ok(lines.some((line) => line.startsWith('machine-app-id=')));
     assert.ok(!`${lines.join('\n')}${deriveHardwareIdV2(root)}`.includes(raw));
+  });
+
+  it('is the same for root and for another user: nothing root-only (the DMI product UUID, 0400) is read', function () {
+    const prefix = asUser('nobody', {});
+    if (!prefix) this.skip();
+    const tree = vectors.trees[0]!;
+    assert.ok(tree.files['sys/class/dmi/id/product_uuid'], 'the laptop tree has a product UUID to leave out');
+    const root = path.join(work, 'privileges');
+    buildTree(root, tree);
+    chmodSync(work, 0o755);
+    spawnSync('chmod', ['-R', 'a+rX', root]);
+    chmodSync(path.join(root, 'sys/class/dmi/id/product_uuid'), 0o400);
+    const built = fileURLToPath(new URL('../../dist/client/hardware-id-v2.js', import.meta.url));
+    const script = `import(${JSON.stringify(built)}).then((m) => console.log(m.deriveHardwareIdV2(${JSON.stringify(root)})))`;
+    const [command, ...args] = [...prefix!, process.execPath, '-e', script];
+    const asNobody = spawnSync(command!, args, { encoding: 'utf8' });
+    assert.equal(asNobody.status, 0, asNobody.stderr);
+    assert.equal(asNobody.stdout.trim(), deriveHardwareIdV2(root));
+    assert.equal(asNobody.stdout.trim(), tree.hardware_id);
   });
 
   it('is the client\'s default on Linux; hw1 stays derivable and unchanged', function () {

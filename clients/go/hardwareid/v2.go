@@ -66,13 +66,8 @@ func CollectAttributesV2(root string) []string {
 	if id, ok := MachineAppSpecificID(machineID); ok {
 		set["machine-app-id="+id] = true
 	}
-	if uuid, ok := readValue(at("sys", "class", "dmi", "id", "product_uuid")); ok {
-		uuid = strings.ToLower(uuid)
-		// Firmware that leaves the UUID unset fills it with one repeated digit.
-		if !unsetUUID.MatchString(uuid) {
-			set["product-uuid="+uuid] = true
-		}
-	}
+	// The DMI product UUID is not read: the kernel lets only root read it, so a service run as
+	// root and the same application run by a user would derive two IDs (docs/client.md).
 	for _, name := range listDir(at("sys", "class", "net")) {
 		if mac, ok := permanentMAC(root, name); ok {
 			set["mac="+mac] = true
@@ -92,7 +87,6 @@ func CollectAttributesV2(root string) []string {
 }
 
 var (
-	unsetUUID    = regexp.MustCompile(`^[0-]+$|^[f-]+$`)
 	dashedUUID   = regexp.MustCompile(`(?i)^([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{4})-([0-9a-f]{12})$`)
 	hex32        = regexp.MustCompile(`(?i)^[0-9a-f]{32}$`)
 	allZero      = regexp.MustCompile(`^0+$`)
