@@ -17,6 +17,7 @@ import {
 } from '../src/lib/offline/activation-request.js';
 import { signEd25519 } from '../src/lib/offline/ed25519.js';
 import { canonicalPayloadBytes, encodeLicenseFile, type LicenseFilePayload } from '../src/lib/offline/format.js';
+import { sealForMachine } from '../src/lib/offline/machine-key.js';
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 const lic = JSON.parse(readFileSync(new URL('../test/vectors/offline-license-v1.json', import.meta.url), 'utf8'));
@@ -125,11 +126,23 @@ const v2Signature = signEd25519(v2Canonical, secretKey);
 const v2File = encodeLicenseFile(v2Payload, v2Signature);
 const signedFile = (payload: Record<string, unknown>) => encodeLicenseFile(payload as unknown as LicenseFilePayload, signEd25519(canonicalPayloadBytes(payload as unknown as LicenseFilePayload), secretKey));
 const { request_nonce: _nonce, ...v2WithoutNonce } = v2Payload;
+// Both version 2 members (sections 13 and 14): the answer to the request of a machine-key
+// license, its decryption key sealed to the request's machine key. The ephemeral key is
+// Bob's of RFC 7748 section 6.1, as in offline-license-v2-machine-key.json.
+const ephemeralPrivate = Buffer.from('5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb', 'hex');
+const bothPayload = {
+  ...v2Payload,
+  machine_key: request.machine_key,
+  encrypted_key: sealForMachine(Buffer.from(bound.binding.decryption_key_hex, 'hex'), machinePublic, bound.payload.license_id, bound.payload.hardware_id, ephemeralPrivate),
+} as LicenseFilePayload;
+const bothCanonical = canonicalPayloadBytes(bothPayload);
+const bothSignature = signEd25519(bothCanonical, secretKey);
+const bothFile = encodeLicenseFile(bothPayload, bothSignature);
 const fileMalformed = (reason: string) => `license file is malformed: ${reason}`;
 const withoutKey = ({ encrypted_key: _key, ...rest }: LicenseFilePayload) => rest;
 
 const v2Vectors = {
-  description: '.lic format version 2 (docs/offline-license-format.md section 13): "vectors" verify with signing-key.pem at "now" and "hardware_id", unseal "decryption_key_hex" and answer the request of activation-request-v1.json; "refuse" are files every reader of version 2 refuses with "code" and "message".',
+  description: '.lic format version 2 (docs/offline-license-format.md sections 13 and 14): "vectors" verify with signing-key.pem at "now" and "hardware_id", unseal "decryption_key_hex" (with "machine_private_key_hex" where the file has machine_key; without it a reader refuses to open the key) and answer the request of activation-request-v1.json; "lic_file" is the same file in test/vectors; "refuse" are files every reader of version 2 refuses with "code" and "message".',
   public_key_pem: lic.public_key_pem,
   now: '2026-11-22T12:00:00Z',
   vectors: [
@@ -142,6 +155,20 @@ const v2Vectors = {
       hardware_id: bound.binding.hardware_id,
       decryption_key_hex: bound.binding.decryption_key_hex,
       request_nonce: request.nonce,
+      lic_file: 'request-nonce.lic',
+    },
+    {
+      name: 'request-nonce-and-machine-key',
+      payload: bothPayload,
+      canonical_payload_hex: hex(bothCanonical),
+      signature: Buffer.from(bothSignature).toString('base64'),
+      file: bothFile,
+      hardware_id: bound.binding.hardware_id,
+      decryption_key_hex: bound.binding.decryption_key_hex,
+      request_nonce: request.nonce,
+      machine_private_key_hex: hex(machinePrivate),
+      ephemeral_private_key_hex: hex(ephemeralPrivate),
+      lic_file: 'request-nonce-machine-key.lic',
     },
   ],
   refuse: [
@@ -161,5 +188,6 @@ const v2Vectors = {
 writeFileSync(new URL('../test/vectors/activation-request-v1.json', import.meta.url), `${JSON.stringify(requestVectors, null, 2)}\n`);
 writeFileSync(new URL('../test/vectors/offline-license-v2.json', import.meta.url), `${JSON.stringify(v2Vectors, null, 2)}\n`);
 writeFileSync(new URL('../test/vectors/request-nonce.lic', import.meta.url), v2File);
+writeFileSync(new URL('../test/vectors/request-nonce-machine-key.lic', import.meta.url), bothFile);
 writeFileSync(new URL('../test/vectors/activation-request.txt', import.meta.url), text);
-console.log('wrote test/vectors/activation-request-v1.json, offline-license-v2.json, request-nonce.lic and activation-request.txt');
+console.log('wrote test/vectors/activation-request-v1.json, offline-license-v2.json, request-nonce.lic, request-nonce-machine-key.lic and activation-request.txt');

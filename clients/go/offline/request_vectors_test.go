@@ -3,6 +3,7 @@ package offline
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 )
@@ -121,6 +122,8 @@ type v2Vectors struct {
 		HardwareID       string          `json:"hardware_id"`
 		DecryptionKeyHex string          `json:"decryption_key_hex"`
 		RequestNonce     string          `json:"request_nonce"`
+		MachinePrivHex   string          `json:"machine_private_key_hex"`
+		LicFile          string          `json:"lic_file"`
 	} `json:"vectors"`
 	Refuse []struct {
 		Name    string `json:"name"`
@@ -146,7 +149,16 @@ func TestLicenseFileV2Vectors(t *testing.T) {
 	}
 	for _, vector := range v.Vectors {
 		t.Run(vector.Name, func(t *testing.T) {
-			verified, err := VerifyLicenseFile([]byte(vector.File), VerifyOptions{Keys: keys, HardwareID: vector.HardwareID, Now: now})
+			opts := VerifyOptions{Keys: keys, HardwareID: vector.HardwareID, Now: now}
+			if vector.MachinePrivHex != "" {
+				// The file alone does not open a machine-key file's decryption key (section 14).
+				var refused *Error
+				if _, err := VerifyLicenseFile([]byte(vector.File), opts); !errors.As(err, &refused) || refused.Code != "MACHINE_KEY_MISSING" {
+					t.Fatalf("without the machine's private key: %v", err)
+				}
+				opts.MachinePrivateKey, _ = hex.DecodeString(vector.MachinePrivHex)
+			}
+			verified, err := VerifyLicenseFile([]byte(vector.File), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,8 +177,8 @@ func TestLicenseFileV2Vectors(t *testing.T) {
 			if string(forge(t, parseObject(t, vector.Payload), lic.secretKey(t, nil))) != vector.File {
 				t.Fatal("the file made from the payload differs")
 			}
-			if string(readVectorFile(t, "request-nonce.lic")) != vector.File {
-				t.Fatal("request-nonce.lic is not the vector's file")
+			if string(readVectorFile(t, vector.LicFile)) != vector.File {
+				t.Fatalf("%s is not the vector's file", vector.LicFile)
 			}
 		})
 	}
