@@ -337,6 +337,39 @@ func truncateUTF16(s string, max int) string {
 	return string(utf16.Decode(units[:max]))
 }
 
+// unsealOnlineForMachine opens an online answer's key sealed to a machine key (a
+// machine-key license): with Offline.MachinePrivateKey, or the cache's private key whose
+// public key the answer names, the installed request's (machine-key.json) or one checked out
+// but not installed yet (pending-request.json). MACHINE_KEY_MISSING when none is this machine's.
+func (c *Client) unsealOnlineForMachine(sealed, machineKey, licenseID string) ([]byte, error) {
+	if len(c.cfg.machineKey) > 0 {
+		return offline.UnsealForMachine(sealed, machineKey, licenseID, c.cfg.hardwareID, c.cfg.machineKey)
+	}
+	var candidates []string
+	if c.cfg.cacheDir != "" {
+		if record := c.store.readMachineKey(); record != nil {
+			candidates = append(candidates, record.PrivateKey)
+		}
+		if record := c.store.readPendingRequest(); record != nil {
+			candidates = append(candidates, record.PrivateKey)
+		}
+	}
+	for _, text := range candidates {
+		private, err := base64.RawURLEncoding.Strict().DecodeString(text)
+		if err != nil || len(private) != offline.X25519KeyLength {
+			continue
+		}
+		public, err := offline.X25519PublicKey(private)
+		if err == nil && base64.RawURLEncoding.EncodeToString(public) == machineKey {
+			key, err := offline.UnsealForMachine(sealed, machineKey, licenseID, c.cfg.hardwareID, private)
+			zero(private)
+			return key, err
+		}
+		zero(private)
+	}
+	return offline.UnsealForMachine(sealed, machineKey, licenseID, c.cfg.hardwareID, nil)
+}
+
 // machinePrivateKey is the key that opens a machine-key file's decryption key:
 // Offline.MachinePrivateKey, or else the private key of the request whose file is installed
 // (machine-key.json, written by InstallLicenseFile); cached says it was read from there (a

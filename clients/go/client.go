@@ -445,7 +445,13 @@ func (c *Client) answerOf(r reply, save save) (*Result, string) {
 	if r.status == 200 && body["valid"] == true && hasToken && hasList && hasLicenseID {
 		var decryptionKey []byte
 		if sealed, ok := body["encrypted_key"].(string); ok {
-			key, err := offline.UnsealDecryptionKey(sealed, c.cfg.hardwareID, licenseID)
+			var key []byte
+			var err error
+			if machineKey, forMachine := body["machine_key"].(string); forMachine {
+				key, err = c.unsealOnlineForMachine(sealed, machineKey, licenseID)
+			} else {
+				key, err = offline.UnsealDecryptionKey(sealed, c.cfg.hardwareID, licenseID)
+			}
 			if err != nil {
 				return c.invalid(false, []TierFailure{failureOf(TierOnline, err)}), ""
 			}

@@ -118,3 +118,33 @@ func TestMachineKeyFileFromTheServer(t *testing.T) {
 		t.Logf("opened %s with the key of the Node client's cache", filepath.Base(file))
 	}
 }
+
+// TestMachineKeyOnlineFromTheServer is run by test/clients/machine-key-online.test.ts against
+// a real serve: a machine-key license's online answer is sealed to the machine key recorded
+// from the machine's request, and opens with the key in that machine's cache only.
+func TestMachineKeyOnlineFromTheServer(t *testing.T) {
+	addr := os.Getenv("LICENSE_E2E_SERVER_ADDR")
+	if addr == "" {
+		t.Skip("run by test/clients/machine-key-online.test.ts")
+	}
+	validateIn := func(cacheDir string) *Result {
+		c, err := New(Config{
+			ServerAddr: addr, LicenseKey: os.Getenv("LICENSE_E2E_LICENSE_KEY"), Version: "1.0.0", HardwareID: os.Getenv("LICENSE_E2E_HARDWARE_ID"),
+			RequestTimeout: 5 * time.Second,
+			Offline:        OfflineConfig{Enabled: true, CacheDir: cacheDir, LicenseFile: os.Getenv("LICENSE_E2E_LICENSE_FILE"), PublicKey: []byte(os.Getenv("LICENSE_E2E_PUBLIC_KEY_PEM"))},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.Validate()
+	}
+	if own := validateIn(os.Getenv("LICENSE_E2E_CACHE_DIR")); !own.Valid || own.Source != TierOnline || hex.EncodeToString(own.DecryptionKey) != os.Getenv("LICENSE_E2E_DECRYPTION_KEY_HEX") {
+		t.Fatalf("with the machine's cache: %+v", own)
+	}
+	t.Log("opened the online answer with the key of the machine's cache")
+	if other := validateIn(t.TempDir()); other.Valid || other.DecryptionKey != nil || other.Reason != "MACHINE_KEY_MISSING" {
+		t.Fatalf("with another cache: %+v", other)
+	}
+	t.Log("another cache opens nothing: MACHINE_KEY_MISSING")
+}

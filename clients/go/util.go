@@ -36,3 +36,10 @@ func parseTime(value any) (time.Time, bool) {
 	}
 	return t, true
 }
+
+// zero overwrites a secret that is no longer needed.
+func zero(secret []byte) {
+	for i := range secret {
+		secret[i] = 0
+	}
+}

@@ -39,6 +39,8 @@ const signingKey = {
   created_at: time,
   deactivated_at: nullable(time),
 };
+/** An X25519 public key: the unpadded base64url of its 32 bytes. */
+const machineKey: Schema = { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' };
 /** An Ed25519 public key as RFC 8037 writes it in a JWK. */
 const jwk: Record<string, Schema> = {
   kty: { const: 'OKP' },
@@ -185,6 +187,7 @@ export const schemas: Record<string, Schema> = {
     lease_expires_at: nullable(time),
     offline_until: nullable(time),
     deactivated_at: nullable(time),
+    machine_key: { ...nullable(machineKey), description: 'The X25519 public key of the activation request this machine was last checked out from (unpadded base64url); online answers of a `machine-key` license seal the decryption key to it.' },
   }),
   MachineChange: object({ machine: ref('Machine'), warnings: array(string) }),
   AuditEntry: object({
@@ -330,14 +333,15 @@ export const schemas: Record<string, Schema> = {
           valid_from: time,
           valid_until: time,
           entitlements: array(object({ code: string, name: string, usage_limit: nullable(integer) })),
-          encrypted_key: string,
+          encrypted_key: { type: 'string', description: 'The decryption key, sealed as in a `.lic` file: for the hardware ID (docs/offline-license-format.md section 7), or, with `machine_key`, to that machine key (section 14). Absent when the license has no decryption key, and for a `machine-key` license whose machine was never checked out from an activation request.' },
+          machine_key: { ...machineKey, description: 'Licenses bound with `machine-key`: the machine key recorded from the machine\'s activation request, which `encrypted_key` is sealed to with HPKE.' },
           grace_token: string,
           grace_expires_at: time,
           machine_id: uuid,
           lease_expires_at: time,
           server_time: time,
         },
-        ['encrypted_key', 'lease_expires_at'],
+        ['encrypted_key', 'machine_key', 'lease_expires_at'],
         'A valid license.',
       ),
       object(

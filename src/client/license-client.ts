@@ -10,6 +10,8 @@ import { unsealDecryptionKey } from '../lib/offline/binding.js';
 import type { LicenseFileEntitlement } from '../lib/offline/format.js';
 import { decodeBase64UrlStrict } from '../lib/offline/activation-request.js';
 import { verifyLicenseFile } from '../lib/offline/verify.js';
+import { unsealForMachine } from '../lib/offline/machine-key.js';
+import { publicKeyOf } from '../lib/crypto/hpke.js';
 import { deriveHardwareId } from './hardware-id.js';
 import { findPreviousHardwareId } from './previous-hardware-id.js';
 import { KeyRing, type KeyRefreshResult } from './key-refresh.js';
@@ -312,6 +314,30 @@ export class LicenseClient {
     return record === undefined ? undefined : decodeBase64UrlStrict(record.private_key, 32);
   }
 
+  /**
+   * Opens an online answer's key sealed to a machine key (a machine-key license): with the
+   * application's private key, or the cache's one whose public key the answer names, the
+   * installed request's (machine-key.json) or one checked out but not installed yet
+   * (pending-request.json). MACHINE_KEY_MISSING when none is this machine's.
+   */
+  private async unsealOnlineForMachine(sealed: Parameters<typeof unsealForMachine>[0]): Promise<Uint8Array> {
+    const own = this.options.offline.machinePrivateKey;
+    if (own) return unsealForMachine(sealed, own);
+    const cached = this.options.offline.cacheDir === ''
+      ? []
+      : [await this.store.readMachineKey().catch(() => undefined), await this.store.readPendingRequest().catch(() => undefined)];
+    for (const record of cached) {
+      const privateKey = record === undefined ? undefined : decodeBase64UrlStrict(record.private_key, 32);
+      if (!privateKey) continue;
+      try {
+        if (Buffer.from(publicKeyOf(privateKey)).toString('base64url') === sealed.machine_key) return unsealForMachine(sealed, privateKey);
+      } finally {
+        privateKey.fill(0);
+      }
+    }
+    return unsealForMachine(sealed, undefined);
+  }
+
   /** Stops every timer; the client answers nothing afterwards. */
   close(): void {
     this.closed = true;
@@ -419,7 +445,9 @@ export class LicenseClient {
       let decryptionKey: Uint8Array | undefined;
       if (typeof body.encrypted_key === 'string') {
         try {
-          decryptionKey = unsealDecryptionKey(body.encrypted_key, this.hardwareId, body.license_id);
+          decryptionKey = typeof body.machine_key === 'string'
+            ? await this.unsealOnlineForMachine({ encrypted_key: body.encrypted_key, machine_key: body.machine_key, license_id: body.license_id, hardware_id: this.hardwareId })
+            : unsealDecryptionKey(body.encrypted_key, this.hardwareId, body.license_id);
         } catch (error) {
           return { kind: 'result', result: this.invalid(false, [failureOf('online', error)]) };
         }

@@ -39,6 +39,8 @@ export interface Machine {
   readonly lease_expires_at: string | null;
   readonly offline_until: string | null;
   readonly deactivated_at: string | null;
+  /** The X25519 public key of the activation request it was last checked out from (see AdmissionRequest.machineKey). */
+  readonly machine_key: string | null;
 }
 
 /** What of a license decides how its seats are counted. */
@@ -63,6 +65,12 @@ export interface AdmissionRequest {
   readonly leaseUntil?: Date;
   /** An offline file about to be issued ends here: the seat is held until then. */
   readonly offlineUntil?: Date;
+  /**
+   * The machine key (unpadded base64url) of the activation request being checked out: the
+   * machine's record keeps the newest, and online answers of a machine-key license seal the
+   * decryption key to it. Only a checkout gives one: an operator took that request.
+   */
+  readonly machineKey?: string;
 }
 
 /**
@@ -75,7 +83,7 @@ export const BOOKKEEPING_RESOLUTION_MS = 60_000;
 /** Every column of a machine row, in table order: for reads here, the validation query and restores. */
 export const MACHINE_COLUMNS = [
   'id', 'license_id', 'hardware_id', 'name', 'client_version', 'active', 'first_seen', 'last_seen',
-  'lease_expires_at', 'offline_until', 'deactivated_at',
+  'lease_expires_at', 'offline_until', 'deactivated_at', 'machine_key',
 ] as const;
 const COLUMNS = `${MACHINE_COLUMNS.map((column) => `m.${column}`).join(', ')}, l.floating`;
 const FROM = 'FROM machines m JOIN licenses l ON l.id = m.license_id';
@@ -134,10 +142,10 @@ export async function admitMachine(
     const id = randomUUID();
     const stamp = at.toISOString();
     const inserted = await tx.execute(
-      `INSERT INTO machines (id, license_id, hardware_id, name, client_version, active, first_seen, last_seen, lease_expires_at, offline_until)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (license_id, hardware_id) DO NOTHING`,
+      `INSERT INTO machines (id, license_id, hardware_id, name, client_version, active, first_seen, last_seen, lease_expires_at, offline_until, machine_key)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (license_id, hardware_id) DO NOTHING`,
       [id, license.id, request.hardwareId, request.name ?? null, request.clientVersion ?? null, true, stamp, stamp,
-        leaseUntil?.toISOString() ?? null, request.offlineUntil?.toISOString() ?? null],
+        leaseUntil?.toISOString() ?? null, request.offlineUntil?.toISOString() ?? null, request.machineKey ?? null],
     );
     if (inserted === 1) {
       await recordAudit(tx, context, {
@@ -257,6 +265,7 @@ async function touch(
   if (extendsOffline) changes.push('offline_until = ?'), params.push(request.offlineUntil!.toISOString());
   if (request.clientVersion !== undefined && request.clientVersion !== row.client_version) changes.push('client_version = ?'), params.push(request.clientVersion);
   if (request.name !== undefined && request.name !== row.name) changes.push('name = ?'), params.push(request.name);
+  if (request.machineKey !== undefined && request.machineKey !== row.machine_key) changes.push('machine_key = ?'), params.push(request.machineKey);
   if (changes.length > 0 || at.getTime() - lastSeen >= BOOKKEEPING_RESOLUTION_MS) {
     const conditions = ['id = ?', 'active = ?'];
     const conditionParams: SqlValue[] = [String(row.id), true];
@@ -571,5 +580,6 @@ function toMachine(row: Row, at: Date): Machine {
     lease_expires_at: asIsoOrNull(row.lease_expires_at),
     offline_until: asIsoOrNull(row.offline_until),
     deactivated_at: asIsoOrNull(row.deactivated_at),
+    machine_key: row.machine_key === null || row.machine_key === undefined ? null : String(row.machine_key),
   };
 }

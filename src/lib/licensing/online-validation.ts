@@ -4,6 +4,7 @@ import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { encodeGraceToken } from './grace-token.js';
 import { getLicense, getLicenseWithMachine, type License } from './licenses.js';
 import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
+import { decodeMachineKey, sealForMachine } from '../offline/machine-key.js';
 import { admitMachine, migrateMachine, releaseLease } from './machines.js';
 import { noteMachineRefusal, type MachineRefusal } from '../notifications/machine-refusals.js';
 import type { LicenseFileEntitlement } from '../offline/format.js';
@@ -25,8 +26,14 @@ export interface ValidAnswer {
   readonly valid_from: string;
   readonly valid_until: string;
   readonly entitlements: readonly LicenseFileEntitlement[];
-  /** The decryption key sealed for the hardware ID exactly as in the .lic format. */
+  /**
+   * The decryption key sealed exactly as in a .lic file: for the hardware ID (section 7), or,
+   * on a machine-key license, to the machine's key (section 14). A machine-key license whose
+   * machine has no key on record (never checked out from a request) gets none.
+   */
   readonly encrypted_key?: string;
+  /** Machine-key licenses: the machine key `encrypted_key` is sealed to. */
+  readonly machine_key?: string;
   readonly grace_token: string;
   readonly grace_expires_at: string;
   /** The machine (license, hardware ID) this validation was counted for. */
@@ -149,7 +156,7 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
     valid_from: license.valid_from,
     valid_until: license.valid_until,
     entitlements,
-    ...(decryptionKey ? { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) } : {}),
+    ...(decryptionKey ? sealedKeyMembers(decryptionKey, license, hardwareId, admission.machine.machine_key) : {}),
     grace_token: graceToken,
     grace_expires_at: new Date(expires * 1000).toISOString(),
     machine_id: admission.machine.id,
@@ -158,6 +165,24 @@ export async function validateOnline(db: Database, request: ValidationRequest, c
   };
   decryptionKey?.fill(0);
   return answer;
+}
+
+/**
+ * The decryption key as the online answer carries it. A machine-key license's key is sealed
+ * only to the machine key recorded from the machine's activation request (checkout): sealing
+ * it the hardware-ID way, or to a key the caller sent, would hand it to anyone holding the
+ * license key. Without a recorded key the answer carries none; the machine has its file's.
+ */
+function sealedKeyMembers(
+  decryptionKey: Uint8Array,
+  license: License,
+  hardwareId: string,
+  machineKeyText: string | null,
+): { encrypted_key: string; machine_key?: string } | Record<string, never> {
+  if (license.binding !== 'machine-key') return { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) };
+  const machineKey = decodeMachineKey(machineKeyText);
+  if (!machineKey || machineKeyText === null) return {};
+  return { encrypted_key: sealForMachine(decryptionKey, machineKey, license.id, hardwareId), machine_key: machineKeyText };
 }
 
 /**

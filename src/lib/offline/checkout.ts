@@ -12,7 +12,7 @@ import { parseHardwareId, sealDecryptionKey } from './binding.js';
 import { canonicalPayloadText, encodeSignedPayload, LICENSE_FILE_VERSION, LICENSE_FILE_VERSION_2, type LicenseFilePayload } from './format.js';
 import type { ActivationRequest } from './activation-request.js';
 import { checkRequestFor, parseCheckoutRequest, recordRequestNonce } from './request-checkout.js';
-import { machineKeyMembers, parseMachineKey } from './machine-key.js';
+import { encodeMachineKey, machineKeyMembers, parseMachineKey } from './machine-key.js';
 import { signingKeyMissing } from '../signing-keys/keys.js';
 import { signerForKey, type LicenseSigner } from '../signing-keys/signer.js';
 import { activeSigningKey, readCheckoutSource, type CheckoutSource } from './checkout-read.js';
@@ -274,7 +274,10 @@ async function issue(
     const row = !machine && previousHardwareId !== undefined
       ? await migrateMachine(tx, engine, license.id, { hardwareId, previousHardwareId }, context)
       : machine;
-    const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil, ...described }, context, { row, decryptionKey });
+    // The request's machine key is kept with the machine: online answers of a machine-key
+    // license seal the decryption key to it (online-validation.ts), and to nothing else.
+    const keyed = machineKey === undefined ? {} : { machineKey: encodeMachineKey(machineKey) };
+    const admission = await admitMachine(tx, engine, license, { hardwareId, offlineUntil: validUntil, ...described, ...keyed }, context, { row, decryptionKey });
     if (!admission.admitted) {
       throw new LicenseServerError(admission.reason, `${admission.message} (license ${license.id})`);
     }

@@ -395,6 +395,13 @@ const LICENSE_BINDING = [
   `ALTER TABLE licenses ADD COLUMN binding TEXT NOT NULL DEFAULT 'hardware-id' CHECK (binding IN ('hardware-id', 'machine-key'))`,
 ];
 
+/**
+ * The X25519 public key (unpadded base64url) of the activation request a machine was last
+ * checked out from: online answers of a machine-key license seal the decryption key to it
+ * (docs/offline-license-format.md section 14), so the license key alone does not open it.
+ */
+const MACHINE_KEYS = [`ALTER TABLE machines ADD COLUMN machine_key TEXT CHECK (machine_key IS NULL OR length(machine_key) = 43)`];
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -408,6 +415,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 10, name: 'key endorsements', sqlite: signingKeyEndorsements(T.sqlite), postgres: signingKeyEndorsements(T.postgres) },
   { version: 11, name: 'activation requests', sqlite: activationRequests(T.sqlite), postgres: activationRequests(T.postgres) },
   { version: 12, name: 'license binding', sqlite: LICENSE_BINDING, postgres: LICENSE_BINDING },
+  { version: 13, name: 'machine keys', sqlite: MACHINE_KEYS, postgres: MACHINE_KEYS },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
