@@ -210,6 +210,12 @@ export async function migrateMachine(
     entityId: String(previous.id),
     details: { license_id: licenseId, hardware_id: hardwareId, previous_hardware_id: previousHardwareId },
   });
+  await raiseLicenseEvent(tx, 'machine.migrated', licenseId, {
+    machine_id: String(previous.id),
+    hardware_id: hardwareId,
+    previous_hardware_id: previousHardwareId,
+    actor: context.actor,
+  }, context);
   return getMachineRow(tx, String(previous.id));
 }
 

@@ -28,6 +28,7 @@ export const SAMPLE_DATA: Record<string, Record<string, unknown>> = {
     'license.expired': {},
     'license.expiring_soon': { days_left: 7, window_days: 7 },
     'machine.activated': { machine_id: '5e0c7a52-8d1b-4f3e-a6c2-9b8d7e6f5a41', hardware_id: 'HW-1', machine_name: 'build-01', client_version: '1.4.0', actor: 'client:203.0.113.7' },
+    'machine.migrated': { machine_id: '5e0c7a52-8d1b-4f3e-a6c2-9b8d7e6f5a41', hardware_id: 'hw2-02ae3be5b030af6d8658addb2291f6f036c96988777db8717bac7788e25943d8', previous_hardware_id: 'hw1-6f1c2d3e4a5b6c7d8e9f0a1b2c3d4e5f60718293', actor: 'client:203.0.113.7' },
     'machine.limit_exceeded': { max_machines: 3, hardware_id: 'HW-9', refused_count: 4 },
     'usage.threshold': { entitlement: 'api.calls', usage_limit: 10000, used: 8000, percent: 80 },
   }).map(([event, data]) => [event, {

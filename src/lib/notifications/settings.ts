@@ -23,6 +23,7 @@ export const EVENTS = [
   'license.expired',
   'license.expiring_soon',
   'machine.activated',
+  'machine.migrated',
   'machine.limit_exceeded',
   'usage.threshold',
   'signing_key.rotated',

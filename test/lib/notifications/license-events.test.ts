@@ -138,6 +138,36 @@ forEachEngine('license events raised with their change (issue 25)', (fixture) =>
     assert.equal(rows[1]!.data.machine_name, null);
   });
 
+  it('machine.migrated once, when a hw1 machine names its former ID from hw2: the same machine and seat, no machine.activated', async () => {
+    const license = await newLicense({ maxMachines: 1 });
+    const hw1 = 'hw1-6f1c2d3e4a5b6c7d8e9f0a1b2c3d4e5f60718293';
+    const hw2 = `hw2-${'ab'.repeat(32)}`;
+    const first = await validate(license, hw1);
+    assert.ok(first.valid);
+    time += 2 * MINUTE;
+    const migrate = () =>
+      validateOnline(db, { license_key: license.key, hardware_id: hw2, previous_hardware_id: hw1, version: '1.0.0' }, online);
+    const moved = await migrate();
+    assert.ok(moved.valid, 'the one seat moved with the machine');
+    assert.equal(moved.machine_id, first.valid ? first.machine_id : undefined);
+    time += 2 * MINUTE;
+    assert.ok((await migrate()).valid);
+    const rows = await ofLicense('machine.migrated', license);
+    assert.equal(rows.length, 1, 'raised by the move only, not by later validations');
+    assert.deepEqual({ ...rows[0]!.data }, {
+      license_id: license.id,
+      customer_id: customerId,
+      customer_name: 'Initech',
+      license_key_prefix: license.key_prefix,
+      valid_until: license.valid_until,
+      machine_id: moved.valid ? moved.machine_id : '',
+      hardware_id: hw2,
+      previous_hardware_id: hw1,
+      actor: 'client:127.0.0.1',
+    });
+    assert.deepEqual((await ofLicense('machine.activated', license)).map((row) => row.data.hardware_id), [hw1]);
+  });
+
   it('signing_key.rotated with the new and the previous key id', async () => {
     const { previous, active } = await rotateSigningKey(db, operator);
     const [row, ...more] = await deliveries(db, 'signing_key.rotated');
