@@ -138,6 +138,14 @@ export async function admitMachine(
     }
   }
   const leaseUntil = request.leaseUntil ?? null;
+  if (!row && !limited) {
+    // A new machine takes the license's lock even without a limit: a hw1 machine moving to
+    // this hardware ID (migrateMachine) holds it, and must not find the ID taken between its
+    // look-up and its move. Only the first validation of a machine pays for it.
+    await lockLicense(tx, engine, license.id);
+    row = await findMachineRow(tx, license.id, request.hardwareId);
+    if (row && !asBool(row.active)) return deactivated(row);
+  }
   if (!row) {
     const id = randomUUID();
     const stamp = at.toISOString();
