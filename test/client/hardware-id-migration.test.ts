@@ -153,15 +153,21 @@ forEachEngine('moving a machine from hw1 to hw2 (previous_hardware_id)', (engine
     assert.match(bad.body.error.message, /^previous_hardware_id must not be empty/);
   });
 
-  it('does not move a deactivated hw1 machine', async () => {
+  it('moves a deactivated hw1 machine deactivated: upgrading the client does not undo the deactivation', async () => {
     const license = await singleSeatLicense();
     const old = `hw1-${randomBytes(20).toString('hex')}`;
     await validate(license, { hardware_id: old });
     const [machine] = (await machines(license)).filter((m) => m.hardware_id === old);
     assert.equal((await fixture.api('POST', `/api/machines/${machine!.id}/deactivate`)).status, 200);
-    await validate(license, { hardware_id: `hw2-${randomBytes(32).toString('hex')}`, previous_hardware_id: old });
-    assert.equal((await machines(license)).find((m) => m.id === machine!.id)?.hardware_id, old);
-    assert.equal((await migrations()).filter((entry) => entry.entity_id === machine!.id).length, 0);
+    const next = `hw2-${randomBytes(32).toString('hex')}`;
+    const answer = await validate(license, { hardware_id: next, previous_hardware_id: old });
+    assert.deepEqual([answer.body.valid, answer.body.reason], [false, 'MACHINE_DEACTIVATED']);
+    const after = await machines(license);
+    assert.deepEqual(after.map((m) => [m.id, m.hardware_id, m.active]), [[machine!.id, next, false]], 'the one record moved, still deactivated');
+    assert.equal((await migrations()).filter((entry) => entry.entity_id === machine!.id).length, 1);
+    // The operator's reactivation acts on the moved record: the new ID is then valid.
+    assert.equal((await fixture.api('POST', `/api/machines/${machine!.id}/activate`)).status, 200);
+    assert.equal((await validate(license, { hardware_id: next, previous_hardware_id: old })).body.valid, true);
   });
 
   describe('the Go client (examples/go)', function () {

@@ -185,8 +185,8 @@ export async function admitMachine(
 /**
  * A machine that changed how it derives its hardware ID keeps its record and its seat
  * (docs/client.md, "Moving from hw1 to hw2"): the row of `previousHardwareId` takes the new
- * ID, audited as `machine.migrated`. Only from a `hw1-` ID to a `hw2-` one, only an active
- * machine, and only when the license has no machine with the new ID; anything else leaves
+ * ID, audited as `machine.migrated`. Only from a `hw1-` ID to a `hw2-` one, and only when the
+ * license has no machine with the new ID; anything else leaves
  * the machines as they are. Under the license's lock, and the new ID is looked up again
  * under it, so two validations at once move the record once. Returns the row of the new ID
  * when there is one now (moved, or recorded meanwhile by another validation).
@@ -204,12 +204,13 @@ export async function migrateMachine(
   const current = await findMachineRow(tx, licenseId, hardwareId);
   if (current) return current;
   const previous = await findMachineRow(tx, licenseId, previousHardwareId);
-  if (!previous || !asBool(previous.active)) return undefined;
-  const moved = await tx.execute('UPDATE machines SET hardware_id = ? WHERE id = ? AND hardware_id = ? AND active = ?', [
+  // A deactivated machine moves too, deactivated: an operator's deactivation must not be
+  // escaped by upgrading the client (the new ID would otherwise be admitted as a new machine).
+  if (!previous) return undefined;
+  const moved = await tx.execute('UPDATE machines SET hardware_id = ? WHERE id = ? AND hardware_id = ?', [
     hardwareId,
     String(previous.id),
     previousHardwareId,
-    true,
   ]);
   if (moved !== 1) return undefined;
   await recordAudit(tx, context, {
