@@ -23,6 +23,7 @@ interface MachineView {
   readonly id: string;
   readonly hardware_id: string;
   readonly holds_seat: boolean;
+  readonly active: boolean;
 }
 
 /**

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import { encodeMachineKey } from '../../src/lib/offline/machine-key.js';
 import { ensureSigningKey } from '../../src/lib/signing-keys/keys.js';
 import type { Database } from '../../src/lib/storage/types.js';
 import { forEachEngine } from '../support/engines.js';
+import { requirePythonCryptography, runPythonJson } from '../support/python.js';
 
 const reader = fileURLToPath(new URL('./machine-key-reader.py', import.meta.url));
 const vectors = new URL('../vectors/', import.meta.url);
@@ -31,9 +31,7 @@ interface ReaderResult {
 /** The Python reader (test/clients/machine-key-reader.py), written from the docs alone. */
 function readWithPython(file: string, machinePrivateKeyHex?: string): ReaderResult {
   const args = [reader, file, ...(machinePrivateKeyHex ? ['--machine-private-key', machinePrivateKeyHex] : [])];
-  const run = spawnSync('python3', args, { encoding: 'utf8' });
-  assert.ok(run.status === 0 || run.status === 1, `python3 exited ${run.status}: ${run.stderr}`);
-  return { status: run.status, ...JSON.parse(run.stdout) };
+  return runPythonJson<Omit<ReaderResult, 'status'>>(args);
 }
 
 describe('an independent reader (Python, from docs/offline-license-format.md alone) and the sealed key', function () {
@@ -41,10 +39,7 @@ describe('an independent reader (Python, from docs/offline-license-format.md alo
   let directory: string;
 
   before(function () {
-    if (spawnSync('python3', ['-c', 'import cryptography.hazmat.primitives.ciphers.aead']).status !== 0) {
-      if (process.env.CI === 'true') throw new Error('python3 with the cryptography package is required');
-      this.skip();
-    }
+    requirePythonCryptography(this);
     directory = mkdtempSync(path.join(tmpdir(), 'machine-key-reader-'));
   });
   after(() => directory && rmSync(directory, { recursive: true, force: true }));

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { requirePythonCryptography, runPythonJson } from '../support/python.js';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -49,9 +49,7 @@ function vectorCount(subcommand: Subcommand, vectors: Json): number {
 }
 
 function runReader(subcommand: Subcommand, file: string): ReaderRun {
-  const run = spawnSync('python3', [reader, subcommand, file], { encoding: 'utf8' });
-  assert.ok(run.status === 0 || run.status === 1, `python3 exited ${run.status}: ${run.stderr}`);
-  return { status: run.status, ...JSON.parse(run.stdout) };
+  return runPythonJson<Omit<ReaderRun, 'status'>>([reader, subcommand, file]);
 }
 
 describe('an independent reader (Python, from the docs alone) of hw2 IDs, activation requests and .lic version 2', function () {
@@ -59,10 +57,7 @@ describe('an independent reader (Python, from the docs alone) of hw2 IDs, activa
   let directory: string;
 
   before(function () {
-    if (spawnSync('python3', ['-c', 'import cryptography.hazmat.primitives.ciphers.aead']).status !== 0) {
-      if (process.env.CI === 'true') throw new Error('python3 with the cryptography package is required');
-      this.skip();
-    }
+    requirePythonCryptography(this);
     directory = mkdtempSync(path.join(tmpdir(), 'request-reader-'));
   });
   after(() => directory && rmSync(directory, { recursive: true, force: true }));
