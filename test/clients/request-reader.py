@@ -27,6 +27,7 @@ import unicodedata
 
 from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -546,7 +547,7 @@ def check_worked_request(vectors, directory):
     expect("license_key_digest member", request["license_key_digest"], vectors["license_key_digest"])
     expect("license_key_prefix", request["license_key_prefix"], canonical_license_key(vectors["license_key"])[:8])
     private = X25519PrivateKey.from_private_bytes(bytes.fromhex(vectors["machine_private_key_hex"]))
-    expect("machine public key", private.public_key().public_bytes_raw().hex(), vectors["machine_public_key_hex"])
+    expect("machine public key", private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw).hex(), vectors["machine_public_key_hex"])
     expect("machine_key", request["machine_key"], encode_unpadded_base64url(bytes.fromhex(vectors["machine_public_key_hex"])))
     expect("nonce", request["nonce"], encode_unpadded_base64url(bytes.fromhex(vectors["nonce_hex"])))
     return problems
@@ -822,6 +823,8 @@ KEM_SUITE = b"KEM\x00\x20"
 HPKE_SUITE = b"HPKE\x00\x20\x00\x01\x00\x02"
 
 
+# public_bytes(Encoding.Raw, PublicFormat.Raw), not public_bytes_raw(): Debian's
+# python3-cryptography (38) predates the latter, and CI may run that python.
 def hkdf_extract(salt, ikm):
     return hmac.new(salt or bytes(32), ikm, hashlib.sha256).digest()
 
@@ -871,7 +874,7 @@ def machine_key_info(document):
 
 def hpke_seal(ephemeral_private, pk_r, info, plaintext):
     """SealBase with a given ephemeral key: only to check the vector's encrypted_key is what section 14 makes."""
-    enc = X25519PrivateKey.from_private_bytes(ephemeral_private).public_key().public_bytes_raw()
+    enc = X25519PrivateKey.from_private_bytes(ephemeral_private).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     key, base_nonce = hpke_key_and_nonce(x25519(ephemeral_private, pk_r), enc, pk_r, info)
     return enc + AESGCM(key).encrypt(base_nonce, plaintext, b"")
 
@@ -881,7 +884,7 @@ def open_machine_sealed_key(document, machine_private_key):
     if machine_private_key is None:
         raise LicenseError("MACHINE_KEY_MISSING", MACHINE_KEY_MISSING_MESSAGE)
     pk_r = decode_unpadded_base64url(document["machine_key"], 32)
-    own_public = X25519PrivateKey.from_private_bytes(machine_private_key).public_key().public_bytes_raw()
+    own_public = X25519PrivateKey.from_private_bytes(machine_private_key).public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
     if own_public != pk_r:
         raise LicenseError("DECRYPTION_FAILED", DECRYPTION_FAILED + ": the machine private key given is not the one of the file's machine_key")
     sealed = base64.b64decode(document["encrypted_key"])

@@ -38,7 +38,7 @@ export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, Colum
   backup_runs: { slot: ts, claimed_by: t, claimed_at: ts, finished_at: ts, status: t, backup_id: t, error: t },
   machines: {
     id: u, license_id: u, hardware_id: t, name: t, client_version: t, active: b, first_seen: ts, last_seen: ts,
-    lease_expires_at: ts, offline_until: ts, deactivated_at: ts,
+    lease_expires_at: ts, offline_until: ts, deactivated_at: ts, machine_key: t,
   },
   notification_deliveries: {
     id: u, event_id: u, event: t, occurred_at: ts, data: t, channel: t, target: t, status: t, attempts: i,
