@@ -149,9 +149,7 @@ func (c *Client) CreateActivationRequest(opts ActivationRequestOptions) (*Activa
 		HardwareID: request.HardwareID,
 		CreatedAt:  request.CreatedAt,
 	}
-	for i := range private {
-		private[i] = 0
-	}
+	zero(private)
 	if opts.ReturnPending {
 		return &ActivationRequestResult{Text: text, Request: request, Pending: pending}, nil
 	}
@@ -218,15 +216,11 @@ func (c *Client) InstallLicenseFile(file []byte, pending *PendingActivationReque
 	}
 	machinePrivateKey, _ := base64.RawURLEncoding.Strict().DecodeString(privateKeyText)
 	verified, err := offline.VerifyLicenseFile(file, offline.VerifyOptions{Keys: keys, HardwareID: c.cfg.hardwareID, MachinePrivateKey: machinePrivateKey, Now: now})
-	for i := range machinePrivateKey {
-		machinePrivateKey[i] = 0
-	}
+	zero(machinePrivateKey)
 	if err != nil {
 		return nil, err
 	}
-	for i := range verified.DecryptionKey {
-		verified.DecryptionKey[i] = 0
-	}
+	zero(verified.DecryptionKey)
 	if err := writeFileDurably(c.cfg.licenseFile, file, true); err != nil {
 		return nil, clientError("LICENSE_FILE_NOT_WRITTEN", "%s", err.Error())
 	}

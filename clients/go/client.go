@@ -533,9 +533,7 @@ func (c *Client) fromLicenseFile(now time.Time, failures *[]TierFailure, save sa
 		return offline.VerifyLicenseFile(data, offline.VerifyOptions{Keys: c.keys.keySet(), HardwareID: id, MachinePrivateKey: machinePrivateKey, Now: now})
 	})
 	if cached {
-		for i := range machinePrivateKey {
-			machinePrivateKey[i] = 0
-		}
+		zero(machinePrivateKey)
 	}
 	if err != nil {
 		*failures = append(*failures, failureOf(TierLicenseFile, err))
