@@ -28,7 +28,8 @@ class SummaryReporter extends Mocha.reporters.Spec {
       const { passes = 0, failures = 0, pending = 0 } = this.stats;
       const slowest = [...byFile].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([file, ms]) => ({ file, seconds: Math.round(ms / 100) / 10 }));
       const file = process.env.MOCHA_SUMMARY_FILE || path.resolve('test-results.json');
-      fs.writeFileSync(file, JSON.stringify({ passed: passes, failed: failures, skipped: pending, slowest_files: slowest }) + '\n');
+      const files = Object.fromEntries([...byFile].sort((a, b) => b[1] - a[1]).map(([name, ms]) => [name, Math.round(ms / 100) / 10]));
+      fs.writeFileSync(file, JSON.stringify({ passed: passes, failed: failures, skipped: pending, slowest_files: slowest, files_seconds: files }) + '\n');
       process.stdout.write(`\nslowest files: ${slowest.map(({ file, seconds }) => `${file} ${seconds} s`).join(', ')}\n`);
       process.stdout.write(`\n${passes} passed, ${failures} failed, ${pending} skipped\n`);
     });
