@@ -8,6 +8,7 @@ import { LicenseClient } from '../../src/client/index.js';
 import { decodeLicenseFile } from '../../src/lib/offline/format.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
+import { PYTHON, runPythonJson } from '../support/python.js';
 
 const clientDir = fileURLToPath(new URL('../../clients/go/', import.meta.url));
 const reader = fileURLToPath(new URL('./machine-key-reader.py', import.meta.url));
@@ -16,9 +17,7 @@ const goEnv = { ...process.env, GOPROXY: 'off', GOTOOLCHAIN: 'local', GOFLAGS: '
 
 /** The Python reader (machine-key-reader.py, written from the format doc alone): exit status and what it says. */
 function readWithPython(file: string, machinePrivateKeyHex?: string): { status: number | null; opened_by: string | null; decryption_key_hex?: string } {
-  const run = spawnSync('python3', [reader, file, ...(machinePrivateKeyHex ? ['--machine-private-key', machinePrivateKeyHex] : [])], { encoding: 'utf8' });
-  assert.ok(run.status === 0 || run.status === 1, `python3 exited ${run.status}: ${run.stderr}`);
-  return { status: run.status, ...JSON.parse(run.stdout) };
+  return runPythonJson([reader, file, ...(machinePrivateKeyHex ? ['--machine-private-key', machinePrivateKeyHex] : [])]);
 }
 
 /**
@@ -103,14 +102,14 @@ forEachEngine('machine-key binding by activation request, end to end (CLI, Node 
     assert.doesNotMatch(verified.stdout + verified.stderr, new RegExp(cached.private_key));
 
     const privateKeyHex = Buffer.from(cached.private_key, 'base64url').toString('hex');
-    if (spawnSync('python3', ['-c', 'import cryptography.hazmat.primitives.ciphers.aead']).status === 0) {
+    if (spawnSync(PYTHON, ['-c', 'import cryptography.hazmat.primitives.ciphers.aead']).status === 0) {
       const alone = readWithPython(licenseFile);
       assert.deepEqual([alone.status, alone.opened_by], [1, null]);
       const withKey = readWithPython(licenseFile, privateKeyHex);
       assert.equal(withKey.status, 0);
       assert.equal(withKey.decryption_key_hex, decryptionKeyHex);
     } else if (process.env.CI === 'true') {
-      throw new Error('python3 with the cryptography package is required');
+      throw new Error(`${PYTHON} with the cryptography package is required`);
     }
 
     if (spawnSync('go', ['version'], { env: goEnv }).status !== 0) {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes, randomInt } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,10 +10,11 @@ import { openTarget } from '../../src/lib/backup/targets/open.js';
 import { spawn } from 'node:child_process';
 import { CLI, ok, runCli } from '../support/cli.js';
 import { requireKind, TARGET_KINDS, type TargetPlace } from '../support/backup-targets.js';
+import { faultSeed } from '../support/kill-moments.js';
 import { prng } from '../support/prng.js';
 
 // Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
-const SEED = Number(process.env.FAULT_SEED ?? randomInt(2 ** 31));
+const SEED = faultSeed();
 const KILLS = Number(process.env.COPY_KILLS ?? 20);
 const ARCHIVE_BYTES = 64 * 1024 * 1024;
 

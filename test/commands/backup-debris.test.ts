@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,11 +14,12 @@ import { loadSqliteDriver } from '../../src/lib/storage/sqlite-driver.js';
 import { asJson } from '../../src/lib/storage/values.js';
 import { killedAfter, killedWhen, ok, runCli } from '../support/cli.js';
 import { ADMIN_URL, createTestDatabase, dropTestDatabase, onDatabase, requirePostgres } from '../support/postgres.js';
+import { faultSeed } from '../support/kill-moments.js';
 import { prng } from '../support/prng.js';
 
 const KEY = 'ce'.repeat(32);
 // Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
-const SEED = Number(process.env.FAULT_SEED ?? randomInt(2 ** 31));
+const SEED = faultSeed();
 const KILLS = Number(process.env.DEBRIS_KILLS ?? 33);
 const ARCHIVE = /\.backup\.tar\.gz(\.enc)?$/;
 

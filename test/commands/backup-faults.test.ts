@@ -11,7 +11,9 @@ import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { sqliteDriverPath } from '../../src/lib/storage/sqlite-driver.js';
 import { killedAfter, runCli, ok } from '../support/cli.js';
+import { faultSeed, measuredSpan, spreadOver } from '../support/kill-moments.js';
 import { usePostgresDatabase } from '../support/postgres.js';
+import { prng } from '../support/prng.js';
 import { startServe } from '../support/serve.js';
 
 const KEY = 'cd'.repeat(32);
@@ -52,6 +54,8 @@ async function everyListedBackupValidates(directory: string, url: string): Promi
 }
 
 const KILLS = Number(process.env.BACKUP_KILLS ?? 50);
+// Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
+const SEED = faultSeed();
 
 describe('backups under faults', function () {
   this.timeout(600_000);
@@ -169,9 +173,11 @@ describe('backups under faults', function () {
     } finally {
       await db.close();
     }
-    const rng = () => Math.floor(Math.random() * 900);
-    for (let i = 0; i < 15; i += 1) await killedAfter(['backup', 'create'], env, rng());
-    for (let i = 0; i < 10; i += 1) await killedAfter(['backup', 'prune'], { ...env, LICENSE_BACKUP_KEEP_MONTHLY: '0', LICENSE_BACKUP_KEEP_WEEKLY: '0', LICENSE_BACKUP_RETENTION_DAYS: '30' }, rng());
+    // A create left to finish sets the span; prune, which deletes more than it writes, gets the same.
+    const span = await measuredSpan(async () => ok(await runCli(['backup', 'create'], { env })), 1);
+    const rng = prng(SEED ^ 0xc4ea);
+    for (const delay of spreadOver(span, 15, rng)) await killedAfter(['backup', 'create'], env, delay);
+    for (const delay of spreadOver(span, 10, rng)) await killedAfter(['backup', 'prune'], { ...env, LICENSE_BACKUP_KEEP_MONTHLY: '0', LICENSE_BACKUP_KEEP_WEEKLY: '0', LICENSE_BACKUP_RETENTION_DAYS: '30' }, delay);
     const listed = await everyListedBackupValidates(env.LICENSE_BACKUP_PATH, env.LICENSE_DATABASE_URL);
     assert.ok(listed >= 1);
     assert.ok(await customerIds(env.LICENSE_DATABASE_URL));
@@ -189,14 +195,24 @@ describe('backups under faults', function () {
     const stateA = await customerIds(env.LICENSE_DATABASE_URL);
     const backupA = ok(await runCli(['backup', 'create', '--json'], { env })).json().backup_id;
     const states = new Map([[stateA, 'A'], [stateB, 'B']]);
+    // Two restores left to finish, to B and back to A, set the span the kills are spread over.
+    let next = backupB;
+    const span = await measuredSpan(async () => {
+      ok(await runCli(['backup', 'restore', next, '--yes'], { env }));
+      next = next === backupB ? backupA : backupB;
+    });
+    assert.equal(await customerIds(env.LICENSE_DATABASE_URL), stateA, 'an unkilled restore brings the backup\'s data');
+    const delays = spreadOver(span, KILLS, prng(SEED ^ 0x7e57));
+    console.log(`      seed ${SEED} (FAULT_SEED=${SEED} repeats these delays), unkilled restore ${span} ms`);
     const seen = { A: 0, B: 0 };
-    for (let i = 0; i < KILLS; i += 1) {
+    for (const [i, delay] of delays.entries()) {
       const current = states.get(await customerIds(env.LICENSE_DATABASE_URL));
       assert.ok(current, `after kill ${i} the database holds neither state`);
       seen[current as 'A' | 'B'] += 1;
       const target = current === 'A' ? backupB : backupA;
-      await killedAfter(['backup', 'restore', target, '--yes'], env, 100 + Math.floor(Math.random() * 1200));
+      await killedAfter(['backup', 'restore', target, '--yes'], env, delay);
     }
+    console.log(`      states found before each kill: ${JSON.stringify(seen)}`);
     assert.ok(states.has(await customerIds(env.LICENSE_DATABASE_URL)));
     assert.ok(seen.A > 0 && seen.B > 0, `both states were reached: ${JSON.stringify(seen)}`);
     await everyListedBackupValidates(env.LICENSE_BACKUP_PATH, env.LICENSE_DATABASE_URL);
@@ -219,10 +235,15 @@ describe('backups under faults', function () {
       const stateA = await customerIds(url);
       const backupA = ok(await runCli(['backup', 'create', '--json'], { env })).json().backup_id;
       const states = new Map([[stateA, 'A'], [stateB, 'B']]);
-      for (let i = 0; i < 12; i += 1) {
+      let next = backupB;
+      const span = await measuredSpan(async () => {
+        ok(await runCli(['backup', 'restore', next, '--yes'], { env }));
+        next = next === backupB ? backupA : backupB;
+      });
+      for (const [i, delay] of spreadOver(span, 12, prng(SEED ^ 0x0f09)).entries()) {
         const current = states.get(await customerIds(url));
         assert.ok(current, `after kill ${i} the database holds neither state`);
-        await killedAfter(['backup', 'restore', current === 'A' ? backupB : backupA, '--yes'], env, 200 + Math.floor(Math.random() * 1500));
+        await killedAfter(['backup', 'restore', current === 'A' ? backupB : backupA, '--yes'], env, delay);
       }
       assert.ok(states.has(await customerIds(url)));
       const backups = await listBackups(env.LICENSE_BACKUP_PATH);

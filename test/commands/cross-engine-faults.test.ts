@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomInt } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,13 +7,14 @@ import { listBackups } from '../../src/lib/backup/repository.js';
 import { TABLES } from '../../src/lib/storage/migrations.js';
 import { killedAfter, killedWhen, ok, runCli } from '../support/cli.js';
 import { fillStore } from '../support/fill-store.js';
+import { faultSeed, measuredSpan, spreadOver } from '../support/kill-moments.js';
 import { ADMIN_URL, createTestDatabase, requirePostgres } from '../support/postgres.js';
 import { prng } from '../support/prng.js';
 import { auditRows, differenceFrom, snapshotTables, type Snapshot } from '../support/tables.js';
 
 const KEY = 'ab'.repeat(32);
 // Printed, and taken from FAULT_SEED when set, so that a failing run's delays can be replayed.
-const SEED = Number(process.env.FAULT_SEED ?? randomInt(2 ** 31));
+const SEED = faultSeed();
 const KILLS = Number(process.env.CROSS_ENGINE_KILLS ?? 22);
 // Sized so that an unkilled restore takes a second or two: long enough for kills to land in
 // every phase, short enough for 2 x KILLS of them in CI. A SQLite target takes in rows about
@@ -69,27 +69,14 @@ async function killRepeatedly(title: string, target: Target, backupFile: string,
 
   // Restores left to finish set the span the kills are spread over: the quicker of two, as a
   // busy machine makes one now and then much slower.
-  let span = Infinity;
   let full: any;
-  for (let run = 0; run < 2; run += 1) {
-    const started = Date.now();
+  const span = await measuredSpan(async () => {
     full = ok(await runCli([...args, '--json'], { env: target.env })).json();
-    span = Math.min(span, Date.now() - started);
     assert.equal(differenceFrom(await target.snapshot(), restored), undefined, 'an unkilled restore brings the backup\'s data');
     assert.deepEqual(full.moved, { ...direction, rows: Object.fromEntries(TABLES.map((table) => [table.name, restored[table.name]!.length])) });
     await target.reset();
-  }
-
-  // One kill in each of KILLS equal slices of [250 ms, span + 35 %], in shuffled order:
-  // random moments, yet every phase gets its share whatever the seed. The margin past the
-  // measured span is for a machine busier than during the measurement.
-  const low = 250;
-  const high = span * 1.35;
-  const delays = Array.from({ length: KILLS }, (_, i) => Math.round(low + ((i + rng()) * (high - low)) / KILLS));
-  for (let i = delays.length - 1; i > 0; i -= 1) {
-    const j = Math.floor(rng() * (i + 1));
-    [delays[i], delays[j]] = [delays[j]!, delays[i]!];
-  }
+  });
+  const delays = spreadOver(span, KILLS, rng, { low: 250 });
   const phases = new Map<string, number>();
   for (const [i, delay] of delays.entries()) {
     const stagingBefore = names(target.stagingParent, '.restore-');
