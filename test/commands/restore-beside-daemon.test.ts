@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { scaledMs } from '../support/busy-machine.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 import { lostWrites, pauseWhenBackupBegins, startCli, waitUntil, writeCustomers, type Writes } from '../support/restore-race.js';
@@ -184,7 +185,7 @@ function postgresLockLoss(store: () => Promise<{ env: Record<string, string>; ur
       await new Promise((resolve) => setTimeout(resolve, 1200));
       assert.equal((await api(serve.url, 'GET', '/readyz')).status, 503);
       await restore.query('SELECT pg_advisory_unlock($1)', [PG_DAEMON_LOCK]);
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + scaledMs(10_000);
       while ((await api(serve.url, 'GET', '/readyz')).status !== 200) {
         assert.ok(Date.now() < deadline, 'the daemon serves again once it holds the lock');
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -202,7 +203,7 @@ function postgresLockLoss(store: () => Promise<{ env: Record<string, string>; ur
 }
 
 async function waitFor503(base: string): Promise<void> {
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + scaledMs(5000);
   while ((await api(base, 'GET', '/readyz')).status !== 503) {
     assert.ok(Date.now() < deadline, 'the daemon stopped serving once it lost its lock');
     await new Promise((resolve) => setTimeout(resolve, 5));
@@ -219,7 +220,7 @@ async function closeIdleDaemonConnections(url: string): Promise<void> {
         WHERE datname = current_database() AND application_name = 'license-server serve'
           AND pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory')`,
     );
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + scaledMs(5000);
     for (;;) {
       const { rows } = await client.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_stat_activity

@@ -1,4 +1,5 @@
 import type { Clock } from '../../src/client/options.js';
+import { scaledMs } from './busy-machine.js';
 
 /** The longest delay Node's setTimeout holds (2^31-1 ms, about 24.8 days). */
 export const NODE_MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
@@ -69,7 +70,7 @@ export class FakeClock implements Clock {
 
 /** Waits (in real time) until `check` holds; for effects of timers that do network I/O. */
 export async function eventually(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaledMs(timeoutMs);
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { scaledMs } from './busy-machine.js';
 
 /**
  * Debian's real Prometheus (/usr/bin/prometheus, package prometheus) on a loopback port,
@@ -87,7 +88,7 @@ export async function startPrometheus(targets: readonly ScrapeTarget[]): Promise
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     const url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + scaledMs(20_000);
     let ready = false;
     while (Date.now() < deadline && child.exitCode === null) {
       ready = await fetch(`${url}/-/ready`).then((response) => response.ok, () => false);
@@ -113,7 +114,7 @@ export async function startPrometheus(targets: readonly ScrapeTarget[]): Promise
       query,
       targets: targetsState,
       async waitFor(expression, accept, timeoutMs = 20_000) {
-        const until = Date.now() + timeoutMs;
+        const until = Date.now() + scaledMs(timeoutMs);
         let seen: unknown = [];
         while (Date.now() < until) {
           const result = await query(expression);

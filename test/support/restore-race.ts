@@ -3,6 +3,7 @@ import { watch } from 'node:fs';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { CLI } from './cli.js';
 import { api } from './serve.js';
+import { scaledMs } from './busy-machine.js';
 
 /** A CLI process the test can stop and continue (SIGSTOP/SIGCONT) to hold it in one phase. */
 export interface RunningCli {
@@ -51,9 +52,10 @@ export function startCli(args: readonly string[], env: Record<string, string>): 
 }
 
 export async function waitUntil(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const limit = scaledMs(timeoutMs);
+  const deadline = Date.now() + limit;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${limit} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 2));
   }
 }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CLI } from './cli.js';
 import { checkAnswer } from './openapi-check.js';
+import { scaledMs } from './busy-machine.js';
 
 export interface ServeProcess {
   readonly url: string;
@@ -57,10 +58,11 @@ export function startServe(env: Record<string, string>, args: string[] = [], onO
   // 'close', not 'exit': by then everything the process wrote has been read.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
+    const limit = scaledMs(20_000);
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`serve did not start within 20 s\nstdout: ${out}\nstderr: ${err}`));
-    }, 20_000);
+      reject(new Error(`serve did not start within ${limit} ms\nstdout: ${out}\nstderr: ${err}`));
+    }, limit);
     const check = () => {
       const url = /listening on (https?:\/\/\S+)/.exec(out)?.[1];
       const fingerprint = /signing key fingerprint: ([0-9a-f]{64})/.exec(out)?.[1];

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import type { SmtpSettings } from '../../src/lib/notifications/email.js';
+import { scaledMs } from './busy-machine.js';
 
 /**
  * A real SMTP server on a loopback port, for tests that must see mail cross a TCP connection
@@ -197,7 +198,8 @@ export async function startSmtpServer(options: SmtpServerOptions = {}): Promise<
     failNext(code, count = 1) {
       failures = { code, left: count };
     },
-    waitFor(count, timeoutMs = 10_000) {
+    waitFor(count, declaredMs = 10_000) {
+      const timeoutMs = scaledMs(declaredMs);
       if (received.length >= count) return Promise.resolve(received);
       return new Promise((resolve, reject) => {
         const wake = () => {

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import path from 'node:path';
+import { scaledMs } from './busy-machine.js';
 
 /**
  * Debian's real OpenSSH server (/usr/sbin/sshd, package openssh-server) on a loopback port,
@@ -175,10 +176,11 @@ async function launch(dir: string, port: number, disk: { directory: string; byte
     stderr = (stderr + text).slice(-20_000);
   });
   await new Promise<void>((resolve, reject) => {
+    const limit = scaledMs(10_000);
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`sshd did not listen within 10 s:\n${stderr}`));
-    }, 10_000);
+      reject(new Error(`sshd did not listen within ${limit} ms:\n${stderr}`));
+    }, limit);
     const watch = () => {
       if (!stderr.includes(`Server listening on 127.0.0.1 port ${port}.`)) return;
       clearTimeout(timer);

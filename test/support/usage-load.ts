@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { api, type ServeProcess } from './serve.js';
 import { onDatabase } from './postgres.js';
+import { scaledMs } from './busy-machine.js';
 
 /** One request of the load: when it was sent and answered (ms since the load began), and how. */
 export interface Exchange {
@@ -100,9 +101,10 @@ export async function lostReports(url: string, acknowledged: readonly string[]):
 
 /** Waits until `check` holds, polling; fails with `what` after `ms`. */
 export async function eventuallyTrue(check: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
+  const limit = scaledMs(ms);
+  const deadline = Date.now() + limit;
   while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out after ${limit} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
