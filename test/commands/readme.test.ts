@@ -107,6 +107,21 @@ describe('README.md', () => {
     assert.deepEqual(without, ['serve']);
   });
 
+  it('is right that license checkout --out - and --json cannot be combined: a usage error, exit 2, nothing checked out', async () => {
+    const row = readme.split('\n').find((line) => line.startsWith('| `license checkout '));
+    assert.ok(row, 'README has the license checkout row');
+    assert.match(row, /`--out -`[^|]*cannot be combined with `--json`[^|]*\(`USAGE`, exit 2\)/);
+    const env = { LICENSE_DATA_DIR: path.join(work, 'data') };
+    ok(await runCli(['init'], { env, cwd: work }));
+    const customer = ok(await runCli(['customer', 'create', '--name', 'Stdout Ltd'], { env, cwd: work })).stdout.trim();
+    const license = ok(await runCli(['license', 'create', '--customer', customer, '--type', 'time_based', '--valid-until', '2099-12-31'], { env, cwd: work })).stdout.trim();
+    const both = await runCli(['license', 'checkout', license, '--ttl-days', '30', '--out', '-', '--json'], { env, cwd: work });
+    assert.equal(both.code, 2, both.stderr);
+    assert.equal(both.json().error.code, 'USAGE');
+    const audit = ok(await runCli(['audit', 'list', '--action', 'license.checked_out', '--json'], { env, cwd: work })).json();
+    assert.deepEqual(audit.items ?? audit, [], 'no checkout was audited');
+  });
+
   it('is right that serve refuses --json, as a usage error', async () => {
     const refused = await runCli(['serve', '--json'], { cwd: work });
     assert.equal(refused.code, 2);

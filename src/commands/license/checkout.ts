@@ -24,7 +24,7 @@ With --request, the file answers an activation request made on the machine (lice
     'ttl-days': Flags.string({ description: 'Days the file stays valid, 1-365 (never past the license\'s own end).', required: true }),
     'hardware-id': Flags.string({ description: 'Bind the file to this machine (required for a license with a decryption key).', exclusive: ['request'] }),
     request: Flags.string({ description: 'An activation request file made on the machine: bind the file to the machine it names.', exclusive: ['hardware-id'] }),
-    out: Flags.string({ description: 'File or existing directory to write to, or - for standard output.', default: '.' }),
+    out: Flags.string({ description: 'File or existing directory to write to, or - for standard output (not with --json, which wants standard output too).', default: '.' }),
     force: Flags.boolean({ description: 'Replace an existing file.', default: false }),
   };
 
