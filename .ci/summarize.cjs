@@ -1,6 +1,7 @@
 'use strict';
-// Adds up mocha's own counts (one JSON file per Node version, written by the summary
-// reporter) and prints them per run and in total; the total is the last line of CI.
+// Adds up mocha's own counts (one JSON file per run: a shard, a Node line's set, the alone
+// tests; written by the summary reporter) and prints them per run and in total; the total is
+// the last line of CI.
 const fs = require('node:fs');
 const path = require('node:path');
 
@@ -9,7 +10,8 @@ const total = { passed: 0, failed: 0, skipped: 0 };
 const files = fs.readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
 for (const name of files) {
   const run = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'));
-  console.log(`[ci] Node ${name.slice(0, -'.json'.length)}: ${run.passed} passed, ${run.failed} failed, ${run.skipped} skipped`);
+  const took = typeof run.seconds === 'number' ? ` in ${run.seconds} s` : '';
+  console.log(`[ci] ${name.slice(0, -'.json'.length)}: ${run.passed} passed, ${run.failed} failed, ${run.skipped} skipped${took}`);
   for (const key of Object.keys(total)) total[key] += run[key];
 }
 console.log(`${total.passed} passed, ${total.failed} failed` + (total.skipped ? `, ${total.skipped} skipped` : ''));
