@@ -90,6 +90,15 @@ export function encodeActivationRequest(request: ActivationRequest): string {
   return `${ACTIVATION_REQUEST_BEGIN}\n${lines.join('\n')}\n${ACTIVATION_REQUEST_END}\n`;
 }
 
+/**
+ * What identifies a request's contents: unpadded base64url of SHA-256 of its RFC 8785 form
+ * (43 characters), every member included. The server records it with the nonce, so that a
+ * request answered again must be the same request, member for member (request-checkout.ts).
+ */
+export function activationRequestDigest(request: ActivationRequest): string {
+  return createHash('sha256').update(canonicalRequestText(request), 'utf8').digest('base64url');
+}
+
 function canonicalRequestText(request: ActivationRequest): string {
   const text = canonicalize(request);
   if (text === undefined) throw new TypeError('activation request cannot be canonicalised');

@@ -147,4 +147,49 @@ forEachEngine('checkout with an activation request', (fixture) => {
     await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: requestFor(other.key, 'hw2-later', { created_at: '2026-11-30T09:00:00Z' }).text }, later);
     assert.deepEqual(await db.query('SELECT nonce FROM activation_requests WHERE nonce = ?', [first.request.nonce]), []);
   });
+
+  it('refuses a nonce reused with another machine_key, or any other member changed (REPLAYED); the machine keeps its key and the request still answers', async () => {
+    const customerId = (await createCustomer(db, { name: 'Keyed Works' }, setup)).id;
+    const sealed = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01', withDecryptionKey: true, binding: 'machine-key' }, setup);
+    const genuine = requestFor(sealed.key, 'hw2-machine-c');
+    await checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: genuine.text }, context);
+    const keyOfC = async () => (await db.query('SELECT machine_key FROM machines WHERE license_id = ?', [sealed.id])).map((row) => row.machine_key);
+    assert.deepEqual(await keyOfC(), [genuine.request.machine_key]);
+    const attacker = activationRequestFor(sealed.key, 'hw2-machine-c').request.machine_key;
+    const same = { nonce: genuine.request.nonce, created_at: genuine.request.created_at };
+    for (const change of [{ machine_key: attacker }, { machine_name: 'bench 4' }, { app_version: '4.2.1' }, { previous_hardware_id: `hw1-${'cd'.repeat(20)}` }]) {
+      const altered = requestFor(sealed.key, 'hw2-machine-c', { ...same, ...change });
+      await refused(
+        checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: altered.text }, at(60_000)),
+        'ACTIVATION_REQUEST_REPLAYED',
+        /^the activation request's nonce \S+ was already used by a request with other contents$/,
+      );
+    }
+    assert.deepEqual(await keyOfC(), [genuine.request.machine_key], 'C\'s recorded key is not replaced');
+    // The genuine request again (a USB write that failed) still answers, sealed to C's own key.
+    const again = await checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: genuine.text }, at(120_000));
+    assert.equal(verifyLicenseFile(again.license_file, { publicKey, hardwareId: 'hw2-machine-c', now: fixedNow, leaveMachineKeySealed: true }).payload.machine_key, genuine.request.machine_key);
+  });
+
+  it('a nonce recorded without its request\'s digest (before migration 14) is answered again only with the machine\'s recorded key, and then keeps the digest', async () => {
+    const customerId = (await createCustomer(db, { name: 'Upgraded Works' }, setup)).id;
+    const sealed = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01', withDecryptionKey: true, binding: 'machine-key' }, setup);
+    const genuine = requestFor(sealed.key, 'hw2-machine-d');
+    await checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: genuine.text }, context);
+    const digest = async () => (await db.query('SELECT request_digest FROM activation_requests WHERE nonce = ?', [genuine.request.nonce]))[0]!.request_digest;
+    assert.match(String(await digest()), /^[A-Za-z0-9_-]{43}$/);
+    await db.execute('UPDATE activation_requests SET request_digest = NULL WHERE nonce = ?', [genuine.request.nonce]);
+    const altered = requestFor(sealed.key, 'hw2-machine-d', { nonce: genuine.request.nonce, created_at: genuine.request.created_at, machine_key: activationRequestFor(sealed.key, 'x').request.machine_key });
+    await refused(checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: altered.text }, at(60_000)), 'ACTIVATION_REQUEST_REPLAYED', /recorded without its digest \(before schema 14\), and this one's machine_key is not the key recorded for its machine$/);
+    assert.equal(await digest(), null, 'a refusal records nothing');
+    await checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: genuine.text }, at(60_000));
+    assert.match(String(await digest()), /^[A-Za-z0-9_-]{43}$/);
+    await refused(checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: requestFor(sealed.key, 'hw2-machine-d', { nonce: genuine.request.nonce, created_at: genuine.request.created_at, machine_name: 'renamed' }).text }, at(90_000)), 'ACTIVATION_REQUEST_REPLAYED', /other contents/);
+    // Its machine no longer recorded (a restore to a backup from before the checkout): nothing tells it from a copy.
+    const gone = requestFor(sealed.key, 'hw2-machine-e');
+    await checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: gone.text }, context);
+    await db.execute('UPDATE activation_requests SET request_digest = NULL WHERE nonce = ?', [gone.request.nonce]);
+    await db.execute('DELETE FROM machines WHERE license_id = ? AND hardware_id = ?', [sealed.id, 'hw2-machine-e']);
+    await refused(checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: gone.text }, at(60_000)), 'ACTIVATION_REQUEST_REPLAYED', /recorded without its digest/);
+  });
 });
