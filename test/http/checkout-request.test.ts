@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { decodeLicenseFile } from '../../src/lib/offline/format.js';
-import { activationRequestFor } from '../support/activation-request.js';
+import { activationRequestFor, unsafeRequestText } from '../support/activation-request.js';
 import { forEachEngine } from '../support/engines.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
@@ -70,5 +70,14 @@ forEachEngine('the API\'s checkout of an activation request', (fixture) => {
     const again = await checkout(sealed.id, { ttl_days: 30, request: genuine.text });
     assert.equal(again.status, 200, again.text);
     assert.equal(decodeLicenseFile(again.body.license_file).payload.machine_key, genuine.request.machine_key);
+  });
+
+  it('refuses a request whose machine_key is an X25519 point of small order 400 ACTIVATION_REQUEST_MALFORMED (it was 500 INTERNAL)', async () => {
+    const customer = (await call('POST', '/api/customers', { name: 'Small Order Works' })).body;
+    const sealed = (await call('POST', '/api/licenses', { customer_id: customer.id, type: 'time_based', valid_until: '2099-12-31', with_decryption_key: true, binding: 'machine-key' })).body;
+    for (const hex of ['00'.repeat(32), `ee${'ff'.repeat(30)}7f`]) {
+      const text = unsafeRequestText({ ...activationRequestFor(sealed.key, 'hw2-small-order').request, machine_key: Buffer.from(hex, 'hex').toString('base64url') });
+      await refused(checkout(sealed.id, { ttl_days: 30, request: text }), 400, 'ACTIVATION_REQUEST_MALFORMED', /"machine_key" is an X25519 point of small order/);
+    }
   });
 });

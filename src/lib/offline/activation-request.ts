@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { LicenseServerError } from '../errors.js';
 import { normalizeLicenseKey } from '../licensing/license-key.js';
+import { isSmallOrderPoint } from '../crypto/x25519-small-order.js';
 import { hasLoneSurrogate } from '../validate.js';
 import { parseHardwareId } from './binding.js';
 
@@ -180,6 +181,14 @@ function checkRequest(object: Record<string, unknown>): ActivationRequest {
     }
     return value;
   };
+  // A point of small order is no machine's key, and sealing to it fails (hpke.ts dh).
+  const machineKey = (): string => {
+    const value = bytesOf('machine_key', MACHINE_KEY_BYTES);
+    if (isSmallOrderPoint(decodeBase64UrlStrict(value, MACHINE_KEY_BYTES)!)) {
+      malformed('"machine_key" is an X25519 point of small order (section 12 lists them), not the public key of a key pair');
+    }
+    return value;
+  };
   const hardwareId = (name: string): string => {
     const value = object[name];
     let parsed: string;
@@ -205,7 +214,7 @@ function checkRequest(object: Record<string, unknown>): ActivationRequest {
     ...(Object.hasOwn(object, 'previous_hardware_id') ? { previous_hardware_id: hardwareId('previous_hardware_id') } : {}),
     machine_name: text('machine_name', MAX_MACHINE_NAME_LENGTH),
     app_version: text('app_version', MAX_APP_VERSION_LENGTH),
-    machine_key: bytesOf('machine_key', MACHINE_KEY_BYTES),
+    machine_key: machineKey(),
     nonce: bytesOf('nonce', NONCE_BYTES),
     created_at: createdAt,
   };

@@ -3,14 +3,16 @@ import { listAudit } from '../../../src/lib/audit.js';
 import type { OperationContext } from '../../../src/lib/context.js';
 import { createCustomer } from '../../../src/lib/customers.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
+import { updateLicense } from '../../../src/lib/licensing/license-changes.js';
 import { createLicense, type License } from '../../../src/lib/licensing/licenses.js';
+import { validateOnline } from '../../../src/lib/licensing/online-validation.js';
 import type { ActivationRequest } from '../../../src/lib/offline/activation-request.js';
 import { checkoutLicense } from '../../../src/lib/offline/checkout.js';
 import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
 import { publicKeyFromPem } from '../../../src/lib/crypto/ed25519-pem.js';
 import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
 import type { Database } from '../../../src/lib/storage/types.js';
-import { activationRequestFor } from '../../support/activation-request.js';
+import { activationRequestFor, unsafeRequestText } from '../../support/activation-request.js';
 import { forEachEngine } from '../../support/engines.js';
 
 const DAY = 86_400_000;
@@ -169,6 +171,39 @@ forEachEngine('checkout with an activation request', (fixture) => {
     // The genuine request again (a USB write that failed) still answers, sealed to C's own key.
     const again = await checkoutLicense(db, sealed.id, { ttlDays: 7, activationRequest: genuine.text }, at(120_000));
     assert.equal(verifyLicenseFile(again.license_file, { publicKey, hardwareId: 'hw2-machine-c', now: fixedNow, leaveMachineKeySealed: true }).payload.machine_key, genuine.request.machine_key);
+  });
+
+  it('refuses a request whose machine_key is an X25519 point of small order (ACTIVATION_REQUEST_MALFORMED, for any binding), recording nothing', async () => {
+    const customerId = (await createCustomer(db, { name: 'Small Order Works' }, setup)).id;
+    const sealed = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01', withDecryptionKey: true, binding: 'machine-key' }, setup);
+    const plain = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01' }, setup);
+    const p = (1n << 255n) - 19n;
+    const littleEndian = (n: bigint) => Buffer.from(n.toString(16).padStart(64, '0'), 'hex').reverse();
+    const orderEight = ['e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800', '5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157'].map((hex) => Buffer.from(hex, 'hex'));
+    const keys = [littleEndian(0n), littleEndian(1n), ...orderEight, littleEndian(p - 1n), littleEndian(p), littleEndian(p + 1n)];
+    // RFC 7748 ignores the top bit of the last byte: with it set, the same points.
+    const withTopBit = keys.map((key) => Buffer.concat([key.subarray(0, 31), Buffer.of(key[31]! | 0x80)]));
+    for (const key of [...keys, ...withTopBit]) {
+      for (const license of [sealed, plain]) {
+        const text = unsafeRequestText({ ...requestFor(license.key, 'hw2-small-order').request, machine_key: key.toString('base64url') });
+        await refused(checkoutLicense(db, license.id, { ttlDays: 7, activationRequest: text }, context), 'ACTIVATION_REQUEST_MALFORMED', /"machine_key" is an X25519 point of small order/);
+      }
+    }
+    // A machine key the library is given beside a hardware ID: the same points refused.
+    await refused(checkoutLicense(db, sealed.id, { ttlDays: 7, hardwareId: 'hw2-small-order', machineKey: keys[0]!.toString('base64url') }, context), 'INVALID_INPUT', /small order/);
+    assert.deepEqual(await db.query('SELECT hardware_id FROM machines WHERE hardware_id = ?', ['hw2-small-order']), []);
+    assert.deepEqual(await db.query('SELECT nonce FROM activation_requests WHERE hardware_id = ?', ['hw2-small-order']), []);
+  });
+
+  it('an online answer for a machine whose recorded key is of small order (an older release recorded it) carries no key, rather than failing', async () => {
+    const customerId = (await createCustomer(db, { name: 'Recorded Small Order' }, setup)).id;
+    const license = await createLicense(db, { customerId, type: 'time_based', validUntil: '2028-01-01', withDecryptionKey: true }, setup);
+    await checkoutLicense(db, license.id, { ttlDays: 7, activationRequest: requestFor(license.key, 'hw2-recorded').text }, context);
+    await db.execute('UPDATE machines SET machine_key = ? WHERE license_id = ?', [Buffer.alloc(32).toString('base64url'), license.id]);
+    await updateLicense(db, license.id, { binding: 'machine-key' }, setup);
+    const answer = await validateOnline(db, { license_key: license.key, hardware_id: 'hw2-recorded', version: '1.0.0' }, { ...context, graceHours: 24 });
+    assert.equal(answer.valid, true);
+    assert.deepEqual([(answer as { encrypted_key?: string }).encrypted_key, (answer as { machine_key?: string }).machine_key], [undefined, undefined]);
   });
 
   it('a nonce recorded without its request\'s digest (before migration 14) is answered again only with the machine\'s recorded key, and then keeps the digest', async () => {
