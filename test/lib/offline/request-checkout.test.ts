@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { listAudit } from '../../../src/lib/audit.js';
 import type { OperationContext } from '../../../src/lib/context.js';
 import { createCustomer } from '../../../src/lib/customers.js';
@@ -101,6 +102,21 @@ forEachEngine('checkout with an activation request', (fixture) => {
     const [moved] = await listAudit(db, { action: 'machine.migrated' });
     assert.equal(moved!.details.previous_hardware_id, hw1);
     assert.equal(moved!.details.license_id, single.id);
+  });
+
+  it('records an empty machine_name or app_version as nothing, as section 12 says: null for a new machine, a known machine keeps its own', async () => {
+    const doc = readFileSync(new URL('../../../docs/offline-license-format.md', import.meta.url), 'utf8');
+    const row = (member: string) => new RegExp(`^\\| \`${member}\` \\|.*$`, 'm').exec(doc)![0];
+    assert.match(row('machine_name'), /Recorded as the machine's name; an empty one records nothing: a new machine's name is `null`, a known machine keeps the name it has\. \|$/);
+    assert.match(row('app_version'), /Recorded as the machine's client version; an empty one records nothing: a new machine's is `null`, a known machine keeps the one it has\. \|$/);
+
+    const named = async () => (await db.query('SELECT name, client_version FROM machines WHERE license_id = ? AND hardware_id = ?', [other.id, 'hw2-unnamed'])).map((m) => [m.name, m.client_version]);
+    await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: requestFor(other.key, 'hw2-unnamed', { machine_name: '', app_version: '' }).text }, context);
+    assert.deepEqual(await named(), [[null, null]]);
+    await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: requestFor(other.key, 'hw2-unnamed', { machine_name: 'bench 9', app_version: '5.0.0' }).text }, at(60_000));
+    assert.deepEqual(await named(), [['bench 9', '5.0.0']]);
+    await checkoutLicense(db, other.id, { ttlDays: 7, activationRequest: requestFor(other.key, 'hw2-unnamed', { machine_name: '', app_version: '' }).text }, at(120_000));
+    assert.deepEqual(await named(), [['bench 9', '5.0.0']], 'a known machine keeps its name and version');
   });
 
   it('writes version 1, byte for byte as before, for every checkout without a request', async () => {
