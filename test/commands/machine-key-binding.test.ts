@@ -6,7 +6,7 @@ import { generateKeyPair } from '../../src/lib/crypto/hpke.js';
 import { checkoutLicense } from '../../src/lib/offline/checkout.js';
 import { encodeMachineKey } from '../../src/lib/offline/machine-key.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
-import { activationRequestFor, unsafeRequestText } from '../support/activation-request.js';
+import { activationRequestFor, uncheckedRequestText } from '../support/activation-request.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 
@@ -87,7 +87,7 @@ forEachEngine('machine-key binding from the command line', (fixture) => {
   it('license checkout --request with a machine_key of small order exits 8 ACTIVATION_REQUEST_MALFORMED (it was exit 1, "This is a bug")', async () => {
     const license = ok(await cli('license', 'create', '--customer', customer, '--type', 'time_based', '--valid-until', '2099-01-01', '--with-decryption-key', '--binding', 'machine-key', '--json')).json();
     const p = (1n << 255n) - 19n;
-    const text = unsafeRequestText({ ...activationRequestFor(license.key, 'hw2-small-order').request, machine_key: Buffer.from(p.toString(16).padStart(64, '0'), 'hex').reverse().toString('base64url') });
+    const text = uncheckedRequestText({ ...activationRequestFor(license.key, 'hw2-small-order').request, machine_key: Buffer.from(p.toString(16).padStart(64, '0'), 'hex').reverse().toString('base64url') });
     writeFileSync(path.join(work, 'small-order.txt'), text);
     const refused = await cli('license', 'checkout', license.id, '--ttl-days', '30', '--request', path.join(work, 'small-order.txt'), '--out', '-');
     assert.equal(refused.code, 8, `${refused.stdout}\n${refused.stderr}`);

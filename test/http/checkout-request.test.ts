@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { decodeLicenseFile } from '../../src/lib/offline/format.js';
-import { activationRequestFor, unsafeRequestText } from '../support/activation-request.js';
+import { activationRequestFor, uncheckedRequestText } from '../support/activation-request.js';
 import { forEachEngine } from '../support/engines.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
@@ -76,7 +76,7 @@ forEachEngine('the API\'s checkout of an activation request', (fixture) => {
     const customer = (await call('POST', '/api/customers', { name: 'Small Order Works' })).body;
     const sealed = (await call('POST', '/api/licenses', { customer_id: customer.id, type: 'time_based', valid_until: '2099-12-31', with_decryption_key: true, binding: 'machine-key' })).body;
     for (const hex of ['00'.repeat(32), `ee${'ff'.repeat(30)}7f`]) {
-      const text = unsafeRequestText({ ...activationRequestFor(sealed.key, 'hw2-small-order').request, machine_key: Buffer.from(hex, 'hex').toString('base64url') });
+      const text = uncheckedRequestText({ ...activationRequestFor(sealed.key, 'hw2-small-order').request, machine_key: Buffer.from(hex, 'hex').toString('base64url') });
       await refused(checkout(sealed.id, { ttl_days: 30, request: text }), 400, 'ACTIVATION_REQUEST_MALFORMED', /"machine_key" is an X25519 point of small order/);
     }
   });

@@ -28,7 +28,7 @@ export function activationRequestFor(licenseKey: string, hardwareId: string, cha
  * The text of a request as a writer lays it out, without the writer's own check: for
  * requests a reader must refuse (encodeActivationRequest refuses to write them).
  */
-export function unsafeRequestText(request: ActivationRequest): string {
+export function uncheckedRequestText(request: ActivationRequest): string {
   const base64 = Buffer.from(canonicalize(request)!, 'utf8').toString('base64');
   return `${ACTIVATION_REQUEST_BEGIN}\n${base64.match(/.{1,64}/g)!.join('\n')}\n${ACTIVATION_REQUEST_END}\n`;
 }

@@ -13,7 +13,7 @@ import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
 import { publicKeyFromPem } from '../../../src/lib/crypto/ed25519-pem.js';
 import { ensureSigningKey } from '../../../src/lib/signing-keys/keys.js';
 import type { Database } from '../../../src/lib/storage/types.js';
-import { activationRequestFor, unsafeRequestText } from '../../support/activation-request.js';
+import { activationRequestFor, uncheckedRequestText } from '../../support/activation-request.js';
 import { forEachEngine } from '../../support/engines.js';
 
 const DAY = 86_400_000;
@@ -201,7 +201,7 @@ forEachEngine('checkout with an activation request', (fixture) => {
     const withTopBit = keys.map((key) => Buffer.concat([key.subarray(0, 31), Buffer.of(key[31]! | 0x80)]));
     for (const key of [...keys, ...withTopBit]) {
       for (const license of [sealed, plain]) {
-        const text = unsafeRequestText({ ...requestFor(license.key, 'hw2-small-order').request, machine_key: key.toString('base64url') });
+        const text = uncheckedRequestText({ ...requestFor(license.key, 'hw2-small-order').request, machine_key: key.toString('base64url') });
         await refused(checkoutLicense(db, license.id, { ttlDays: 7, activationRequest: text }, context), 'ACTIVATION_REQUEST_MALFORMED', /"machine_key" is an X25519 point of small order/);
       }
     }
