@@ -18,6 +18,7 @@ import {
 import { signEd25519 } from '../src/lib/offline/ed25519.js';
 import { canonicalPayloadBytes, encodeLicenseFile, type LicenseFilePayload } from '../src/lib/offline/format.js';
 import { sealForMachine } from '../src/lib/offline/machine-key.js';
+import { SMALL_ORDER_POINTS } from '../src/lib/crypto/x25519-small-order.js';
 
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 const lic = JSON.parse(readFileSync(new URL('../test/vectors/offline-license-v1.json', import.meta.url), 'utf8'));
@@ -63,6 +64,24 @@ const changed = (members: Record<string, unknown>, without: string[] = []) => {
 };
 const malformed = (reason: string) => `activation request is malformed: ${reason}`;
 
+// The X25519 points of small order (section 12), each as a machine_key, and two with the top
+// bit of the last byte set (the same points to X25519). Each names its bytes for readers that
+// check, with their own X25519, that every one gives an all-zero shared secret.
+const smallOrder = (name: string, hex: string) => ({
+  name: `machine-key-small-order-${name}`,
+  machine_key_hex: hex,
+  text: changed({ machine_key: Buffer.from(hex, 'hex').toString('base64url') }),
+  message: malformed('"machine_key" is an X25519 point of small order (section 12 lists them), not the public key of a key pair'),
+});
+const withTopBit = (hex: string) => `${hex.slice(0, 62)}${(Number.parseInt(hex.slice(62), 16) | 0x80).toString(16)}`;
+const SMALL_ORDER_NAMES = ['zero', 'one', 'order-8-a', 'order-8-b', 'p-minus-1', 'p', 'p-plus-1'];
+if (SMALL_ORDER_NAMES.length !== SMALL_ORDER_POINTS.length) throw new Error('a name for each point of small order');
+const smallOrderVectors = [
+  ...SMALL_ORDER_POINTS.map((hex, i) => smallOrder(SMALL_ORDER_NAMES[i]!, hex)),
+  smallOrder('zero-top-bit', withTopBit(SMALL_ORDER_POINTS[0]!)),
+  smallOrder('order-8-a-top-bit', withTopBit(SMALL_ORDER_POINTS[2]!)),
+];
+
 const requestVectors = {
   description: 'Activation request files (docs/offline-license-format.md section 12). "request" is the valid request, "text" its file; "accept" are other texts of valid requests with what they decode to; "refuse" are texts every reader refuses with ACTIVATION_REQUEST_MALFORMED and the message given.',
   license_key: licenseKey,
@@ -97,6 +116,7 @@ const requestVectors = {
     { name: 'nonce-padded', text: changed({ nonce: `${nonce.toString('base64url')}==` }), message: malformed('"nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
     { name: 'nonce-non-canonical', text: changed({ nonce: `${nonce.toString('base64url').slice(0, 21)}x` }), message: malformed('"nonce" must be the unpadded base64url of 16 bytes (22 characters)') },
     { name: 'machine-key-standard-base64', text: changed({ machine_key: Buffer.from('fbff'.repeat(16), 'hex').toString('base64').replace(/=+$/, '') }), message: malformed('"machine_key" must be the unpadded base64url of 32 bytes (43 characters)') },
+    ...smallOrderVectors,
     { name: 'digest-hex', text: changed({ license_key_digest: 'ab'.repeat(32) }), message: malformed('"license_key_digest" must be the unpadded base64url of 32 bytes (43 characters)') },
     { name: 'prefix-7', text: changed({ license_key_prefix: '7KQ2-M9' }), message: malformed('"license_key_prefix" must be 8 UTF-16 code units') },
     { name: 'hardware-id-empty', text: changed({ hardware_id: '' }), message: malformed('"hardware_id": must not be empty') },

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,7 +96,7 @@ func (k *keyRing) loadLocked() {
 	var entries []offline.JWK
 	if list, ok := object.Values["keys"].([]any); ok {
 		for _, item := range list {
-			if entry := jwkOfValue(item); entry != nil {
+			if entry := offline.JWKOfValue(item); entry != nil {
 				entries = append(entries, *entry)
 			}
 		}
@@ -108,27 +107,6 @@ func (k *keyRing) loadLocked() {
 			k.fetchedAt = t
 		}
 	}
-}
-
-// jwkOfValue reads one entry of keys.json as parsed by offline.ParseJSON.
-func jwkOfValue(value any) *offline.JWK {
-	o, ok := value.(*offline.Object)
-	if !ok {
-		return nil
-	}
-	text := func(obj *offline.Object, name string) string {
-		s, _ := obj.Values[name].(string)
-		return s
-	}
-	entry := &offline.JWK{Kty: text(o, "kty"), Crv: text(o, "crv"), X: text(o, "x"), Kid: text(o, "kid")}
-	if list, ok := o.Values["endorsements"].([]any); ok {
-		for _, item := range list {
-			if e, ok := item.(*offline.Object); ok {
-				entry.Endorsements = append(entry.Endorsements, offline.JWKEndorsement{SignerKeyID: text(e, "signer_key_id"), Signature: text(e, "signature")})
-			}
-		}
-	}
-	return entry
 }
 
 // due reports whether a refresh is due at now: none in this process within the interval,
@@ -267,17 +245,18 @@ func (c *Client) getRaw(ctx context.Context, path string) ([]byte, string) {
 	return data, ""
 }
 
-// kidOf is the kid of a JWS's protected header, or "".
+// kidOf is the kid of a JWS's protected header, or "": the member named exactly "kid", as
+// the token's verifier reads it (encoding/json would take "KID" too).
 func kidOf(token string) string {
 	header, err := base64.RawURLEncoding.DecodeString(strings.SplitN(token, ".", 2)[0])
 	if err != nil {
 		return ""
 	}
-	var fields struct {
-		Kid string `json:"kid"`
-	}
-	if json.Unmarshal(header, &fields) != nil {
+	value, _, _, err := offline.ParseJSON(header)
+	fields, isObject := value.(*offline.Object)
+	if err != nil || !isObject {
 		return ""
 	}
-	return fields.Kid
+	kid, _ := fields.Values["kid"].(string)
+	return kid
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"os"
 	"regexp"
 	"strings"
@@ -114,13 +113,15 @@ func graceTokenHardwareID(token string) string {
 	if err != nil {
 		return ""
 	}
-	var claims struct {
-		HardwareID string `json:"hardware_id"`
-	}
-	if json.Unmarshal(payload, &claims) != nil {
+	// The claim named exactly "hardware_id", as the token's verifier reads it (encoding/json
+	// would take "HARDWARE_ID" too).
+	value, _, _, err := offline.ParseJSON(payload)
+	claims, isObject := value.(*offline.Object)
+	if err != nil || !isObject {
 		return ""
 	}
-	return claims.HardwareID
+	hardwareID, _ := claims.Values["hardware_id"].(string)
+	return hardwareID
 }
 
 // boundIDs are the IDs a file or token of this machine may be bound to: the one in use,

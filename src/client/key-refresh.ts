@@ -1,5 +1,6 @@
 import { acceptOfferedKeys, type AllowedKey, type Endorsement, type OfferedKey } from '../lib/crypto/key-endorsement.js';
 import { KEY_ID_PATTERN, type KeySet } from '../lib/crypto/key-set.js';
+import { caseVariantMembers } from '../lib/offline/unique-members.js';
 import type { Clock } from './options.js';
 import type { ClientStore } from './store.js';
 import { getJson, type Deadlines } from './transport.js';
@@ -120,7 +121,8 @@ export class KeyRing {
     try {
       const reply = await getJson(`${this.baseUrl}/.well-known/jwks.json`, this.deadlines);
       if (reply.kind === 'unreachable') return this.outcome(false, reply.reason, []);
-      if (reply.status !== 200 || !Array.isArray(reply.body.keys)) return this.outcome(false, `the server answered no key set (HTTP ${reply.status})`, []);
+      // A set with "keys" and "Keys" is no set: readers would differ on which holds the keys.
+      if (reply.status !== 200 || !Array.isArray(reply.body.keys) || caseVariantMembers(reply.body)) return this.outcome(false, `the server answered no key set (HTTP ${reply.status})`, []);
       offered = offeredKeysOf(reply.body.keys);
     } catch (error) {
       return this.outcome(false, error instanceof Error ? error.message : String(error), []);
@@ -151,20 +153,23 @@ export class KeyRing {
 /**
  * The keys of a JWK Set as the server publishes it (docs/http-api.md, "Public key set"): an
  * entry that is not an Ed25519 OKP key with a key id is left out, and so is an endorsement
- * that is not a key id and 64 signature bytes. Whether a key is taken is the trust rule's to say.
+ * that is not a key id and 64 signature bytes. An entry or endorsement with two member names
+ * that differ only in case (`x` and `X`) is left out too: a reader that matches names without
+ * case (the Go client did) would read another key from it. Whether a key is taken is the
+ * trust rule's to say.
  */
 export function offeredKeysOf(value: unknown): OfferedKey[] {
   if (!Array.isArray(value)) return [];
   const keys: OfferedKey[] = [];
   for (const entry of value) {
-    if (typeof entry !== 'object' || entry === null) continue;
+    if (typeof entry !== 'object' || entry === null || caseVariantMembers(entry)) continue;
     const { kty, crv, x, kid, endorsements } = entry as Record<string, unknown>;
     if (kty !== 'OKP' || crv !== 'Ed25519' || typeof x !== 'string' || typeof kid !== 'string' || !KEY_ID_PATTERN.test(kid)) continue;
     const publicKey = base64url(x);
     if (publicKey?.length !== 32) continue;
     const list: Endorsement[] = [];
     for (const item of Array.isArray(endorsements) ? endorsements : []) {
-      if (typeof item !== 'object' || item === null) continue;
+      if (typeof item !== 'object' || item === null || caseVariantMembers(item)) continue;
       const { signer_key_id: signer, signature } = item as Record<string, unknown>;
       const bytes = typeof signature === 'string' ? base64url(signature) : undefined;
       if (typeof signer === 'string' && KEY_ID_PATTERN.test(signer) && bytes?.length === 64) list.push({ signerKeyId: signer, signature: bytes });

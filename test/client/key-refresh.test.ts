@@ -194,6 +194,29 @@ forEachEngine('client key refresh: an application built with the first key follo
       }
     });
 
+    it('reads no set from one with "keys" and "Keys", and leaves out a key or endorsement with names that differ only in case', async () => {
+      const second = entry(keyIds[1]!);
+      second.endorsements = second.endorsements.filter((e: any) => e.signer_key_id === keyIds[0]);
+      const refresh = async (cache: string) => {
+        const c = offline(cache);
+        try {
+          return await c.refreshKeys();
+        } finally {
+          c.close();
+        }
+      };
+      fake.jwks = { keys: [second] };
+      assert.deepEqual((await refresh('fake-case-control')).accepted, [keyIds[1]], 'the sound set is taken');
+      // A reader that matches names without case (Go's encoding/json) takes "Keys" here.
+      fake.jwks = { keys: [second], Keys: [] };
+      const twice = await refresh('fake-case-set');
+      assert.deepEqual([twice.fetched, twice.reason, twice.accepted], [false, 'the server answered no key set (HTTP 200)', []]);
+      fake.jwks = { keys: [{ ...second, X: entry(keyIds[2]!).x }] };
+      assert.deepEqual((await refresh('fake-case-key')).accepted, [], 'x and X: the key is left out');
+      fake.jwks = { keys: [{ ...second, endorsements: second.endorsements.map((e: any) => ({ ...e, Signature: flipBit(e.signature) })) }] };
+      assert.deepEqual((await refresh('fake-case-endorsement')).accepted, [], 'signature and Signature: the endorsement is left out');
+    });
+
     it('takes keys transitively from the endorsements, and a cache file cannot add a key by itself', async () => {
       // Key 2 endorsed by key 1 (trusted), key 3 only by key 2: both taken.
       const second = entry(keyIds[1]!);

@@ -219,3 +219,28 @@ describe('the client package (packages/client, license-server-client) installed 
     }
   });
 });
+
+/**
+ * The `npm pack` lines the docs give, run as written from the repository's root (with
+ * --dry-run, so nothing is written there): npm reads `packages/client` as a GitHub
+ * shorthand (github.com/packages/client), so only `./packages/client` packs this package.
+ */
+describe('the npm pack lines of README.md, docs/client.md and packages/client/README.md', function () {
+  this.timeout(120_000);
+  const documents = ['README.md', 'docs/client.md', 'packages/client/README.md'];
+  const lines = documents.flatMap((document) => [...readFileSync(path.join(root, document), 'utf8').matchAll(/`(npm pack [^`]*)`/g)].map((match) => ({ document, line: match[1]! })));
+
+  it('finds a line in each document', () => {
+    assert.deepEqual([...new Set(lines.map((entry) => entry.document))], documents);
+  });
+
+  for (const document of documents) {
+    it(`packs license-server-client with each line of ${document}`, async () => {
+      for (const { line } of lines.filter((entry) => entry.document === document)) {
+        const args = line.split(/\s+/).slice(1);
+        const packed = await npm([...args, '--dry-run', '--json'], root).catch((error: { stderr?: string }) => assert.fail(`${line}: ${error.stderr ?? String(error)}`));
+        assert.equal(JSON.parse(packed.stdout)[0].name, 'license-server-client', line);
+      }
+    });
+  }
+});

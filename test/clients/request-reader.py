@@ -410,6 +410,29 @@ def check_base64url_member(name, value, size):
         raise RequestMalformed('"%s" must be the unpadded base64url of %d bytes (%d characters)' % (name, size, chars))
 
 
+# Section 12: the X25519 points of small order, compared with the top bit of the last byte cleared.
+SMALL_ORDER_POINTS = {
+    bytes.fromhex(point)
+    for point in (
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",
+        "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    )
+}
+
+
+def check_machine_key_member(value):
+    check_base64url_member("machine_key", value, 32)
+    key = bytearray(decode_unpadded_base64url(value, 32))
+    key[31] &= 0x7F
+    if bytes(key) in SMALL_ORDER_POINTS:
+        raise RequestMalformed('"machine_key" is an X25519 point of small order (section 12 lists them), not the public key of a key pair')
+
+
 def check_version_member(value):
     if not is_integer(value) or isinstance(value, bool):
         raise RequestMalformed('"version" must be the integer 1')
@@ -440,7 +463,7 @@ def check_request_members(request):
             raise RequestMalformed('"previous_hardware_id" must not equal "hardware_id"')
     check_free_text_member("machine_name", request["machine_name"], 255)
     check_free_text_member("app_version", request["app_version"], 100)
-    check_base64url_member("machine_key", request["machine_key"], 32)
+    check_machine_key_member(request["machine_key"])
     check_base64url_member("nonce", request["nonce"], 16)
 
 

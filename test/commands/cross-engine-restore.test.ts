@@ -283,8 +283,11 @@ function seedHostileRows(file: string, customerId: string, licenseId: string): v
       VALUES ('20261123T030000000Z-abcdef', 'offsite', 'failed', 9007199254740993, '2026-11-23T04:00:00.008Z', 'host\\1:42', NULL, '2026-11-23T03:00:00.008Z', ?, NULL, '2026-11-23T03:00:00.008Z')`)
       .run('target offsite: no answer within 30 s\nsecond line\t\\');
     // An answered activation request: its nonce, license and machine move as they are.
-    db.prepare(`INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at)
-      VALUES ('AAECAwQFBgcICQoLDA0ODw', ?, ?, '2026-11-23T03:00:00.000Z', '2026-11-23T03:00:00.009Z')`).run(licenseId, HOSTILE[1]!);
+    db.prepare(`INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at, request_digest)
+      VALUES ('AAECAwQFBgcICQoLDA0ODw', ?, ?, '2026-11-23T03:00:00.000Z', '2026-11-23T03:00:00.009Z', 'ulmX9wksFgzBNNGyFEObWqyWBYcy6Ai2YsDHDvj933Q')`).run(licenseId, HOSTILE[1]!);
+    // One recorded before request digests (schema 13): it moves without one.
+    db.prepare(`INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at, request_digest)
+      VALUES ('AAECAwQFBgcICQoLDA0OEA', ?, 'hw2-before-digests', '2026-11-23T03:00:00.000Z', '2026-11-23T03:00:00.010Z', NULL)`).run(licenseId);
   } finally {
     db.close();
   }

@@ -6,6 +6,7 @@ import { generateKeyPair } from '../../src/lib/crypto/hpke.js';
 import { checkoutLicense } from '../../src/lib/offline/checkout.js';
 import { encodeMachineKey } from '../../src/lib/offline/machine-key.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
+import { activationRequestFor, uncheckedRequestText } from '../support/activation-request.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 
@@ -81,5 +82,16 @@ forEachEngine('machine-key binding from the command line', (fixture) => {
     assert.doesNotMatch(bad.stdout + bad.stderr, /secret-looking/);
     const inspected = ok(await airGapped('license', 'inspect', 'machine.lic', '--public-key', 'server.pem'));
     assert.match(inspected.stdout, /^machine key: +[A-Za-z0-9_-]{43}$/m);
+  });
+
+  it('license checkout --request with a machine_key of small order exits 8 ACTIVATION_REQUEST_MALFORMED (it was exit 1, "This is a bug")', async () => {
+    const license = ok(await cli('license', 'create', '--customer', customer, '--type', 'time_based', '--valid-until', '2099-01-01', '--with-decryption-key', '--binding', 'machine-key', '--json')).json();
+    const p = (1n << 255n) - 19n;
+    const text = uncheckedRequestText({ ...activationRequestFor(license.key, 'hw2-small-order').request, machine_key: Buffer.from(p.toString(16).padStart(64, '0'), 'hex').reverse().toString('base64url') });
+    writeFileSync(path.join(work, 'small-order.txt'), text);
+    const refused = await cli('license', 'checkout', license.id, '--ttl-days', '30', '--request', path.join(work, 'small-order.txt'), '--out', '-');
+    assert.equal(refused.code, 8, `${refused.stdout}\n${refused.stderr}`);
+    assert.match(refused.stderr, /activation request is malformed: "machine_key" is an X25519 point of small order/);
+    assert.doesNotMatch(refused.stderr, /bug/i);
   });
 });

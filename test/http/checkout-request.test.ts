@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { decodeLicenseFile } from '../../src/lib/offline/format.js';
-import { activationRequestFor } from '../support/activation-request.js';
+import { activationRequestFor, uncheckedRequestText } from '../support/activation-request.js';
 import { forEachEngine } from '../support/engines.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
@@ -56,5 +56,28 @@ forEachEngine('the API\'s checkout of an activation request', (fixture) => {
     const altered = activationRequestFor(other.key, 'hw2-altered', { nonce: mine.request.nonce, created_at: mine.request.created_at });
     await refused(checkout(other.id, { ttl_days: 30, request: altered.text }), 409, 'ACTIVATION_REQUEST_REPLAYED', /already used for another hardware ID/);
     await refused(checkout(other.id, { ttl_days: 30, request: mine.text, extra: 1 }), 400, 'INVALID_INPUT', /unknown field "extra"; expected ttl_days, hardware_id, request/);
+  });
+
+  it('refuses the same nonce, hardware ID and date with another machine_key 409 REPLAYED: the machine keeps its key, and its own request still answers', async () => {
+    const customer = (await call('POST', '/api/customers', { name: 'Keyed Works' })).body;
+    const sealed = (await call('POST', '/api/licenses', { customer_id: customer.id, type: 'time_based', valid_until: '2099-12-31', with_decryption_key: true, binding: 'machine-key' })).body;
+    const genuine = activationRequestFor(sealed.key, 'hw2-machine-c');
+    assert.equal((await checkout(sealed.id, { ttl_days: 30, request: genuine.text })).status, 200);
+    const attacker = activationRequestFor(sealed.key, 'hw2-machine-c', { nonce: genuine.request.nonce, created_at: genuine.request.created_at });
+    await refused(checkout(sealed.id, { ttl_days: 30, request: attacker.text }), 409, 'ACTIVATION_REQUEST_REPLAYED', /already used by a request with other contents/);
+    const machines = (await call('GET', `/api/machines?license_id=${sealed.id}`)).body;
+    assert.deepEqual(machines.map((m: { machine_key: string }) => m.machine_key), [genuine.request.machine_key]);
+    const again = await checkout(sealed.id, { ttl_days: 30, request: genuine.text });
+    assert.equal(again.status, 200, again.text);
+    assert.equal(decodeLicenseFile(again.body.license_file).payload.machine_key, genuine.request.machine_key);
+  });
+
+  it('refuses a request whose machine_key is an X25519 point of small order 400 ACTIVATION_REQUEST_MALFORMED (it was 500 INTERNAL)', async () => {
+    const customer = (await call('POST', '/api/customers', { name: 'Small Order Works' })).body;
+    const sealed = (await call('POST', '/api/licenses', { customer_id: customer.id, type: 'time_based', valid_until: '2099-12-31', with_decryption_key: true, binding: 'machine-key' })).body;
+    for (const hex of ['00'.repeat(32), `ee${'ff'.repeat(30)}7f`]) {
+      const text = uncheckedRequestText({ ...activationRequestFor(sealed.key, 'hw2-small-order').request, machine_key: Buffer.from(hex, 'hex').toString('base64url') });
+      await refused(checkout(sealed.id, { ttl_days: 30, request: text }), 400, 'ACTIVATION_REQUEST_MALFORMED', /"machine_key" is an X25519 point of small order/);
+    }
   });
 });

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { x25519 } from '@noble/curves/ed25519.js';
-import { encodeActivationRequest, licenseKeyDigest, type ActivationRequest } from '../../src/lib/offline/activation-request.js';
+import canonicalize from 'canonicalize';
+import { ACTIVATION_REQUEST_BEGIN, ACTIVATION_REQUEST_END, encodeActivationRequest, licenseKeyDigest, type ActivationRequest } from '../../src/lib/offline/activation-request.js';
 
 /**
  * An activation request as a machine makes it (src/client/activation.ts), for tests that
@@ -21,4 +22,13 @@ export function activationRequestFor(licenseKey: string, hardwareId: string, cha
     ...changes,
   };
   return { text: encodeActivationRequest(request), request };
+}
+
+/**
+ * The text of a request as a writer lays it out, without the writer's own check: for
+ * requests a reader must refuse (encodeActivationRequest refuses to write them).
+ */
+export function uncheckedRequestText(request: ActivationRequest): string {
+  const base64 = Buffer.from(canonicalize(request)!, 'utf8').toString('base64');
+  return `${ACTIVATION_REQUEST_BEGIN}\n${base64.match(/.{1,64}/g)!.join('\n')}\n${ACTIVATION_REQUEST_END}\n`;
 }

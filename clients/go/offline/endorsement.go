@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"strings"
 )
 
@@ -126,25 +125,65 @@ type JWKEndorsement struct {
 	Signature   string `json:"signature"`
 }
 
-// OfferedKeysOfJWKS reads the keys of a JWK Set as the server publishes it. An entry that
-// is not an Ed25519 OKP key with a key id is left out, and so is an endorsement that is not
-// a key id and 64 signature bytes; whether a key is taken is AcceptOfferedKeys's to say.
-// ok is false when data is not a JSON object with a "keys" array.
+// OfferedKeysOfJWKS reads the keys of a JWK Set as the server publishes it, each member
+// name exactly as written (ParseJSON: encoding/json would match "X" for "x", and read
+// another key than the Node client from the same set). An entry that is not an Ed25519
+// OKP key with a key id is left out, and so is an endorsement that is not a key id and 64
+// signature bytes, and an entry or endorsement with two member names that differ only in
+// case (JWKOfValue); whether a key is taken is AcceptOfferedKeys's to say. ok is false
+// when data is not a JSON object with a "keys" array, or that object has two member names
+// that differ only in case ("keys" and "Keys").
 func OfferedKeysOfJWKS(data []byte) (keys []OfferedKey, ok bool) {
-	var set struct {
-		Keys []json.RawMessage `json:"keys"`
+	value, _, _, err := ParseJSON(data)
+	set, isObject := value.(*Object)
+	if err != nil || !isObject {
+		return nil, false
 	}
-	if err := json.Unmarshal(data, &set); err != nil || set.Keys == nil {
+	if _, _, twice := CaseVariantMembers(set); twice {
+		return nil, false
+	}
+	list, isArray := set.Values["keys"].([]any)
+	if !isArray {
 		return nil, false
 	}
 	var entries []JWK
-	for _, raw := range set.Keys {
-		var entry JWK
-		if json.Unmarshal(raw, &entry) == nil {
-			entries = append(entries, entry)
+	for _, item := range list {
+		if entry := JWKOfValue(item); entry != nil {
+			entries = append(entries, *entry)
 		}
 	}
 	return OfferedKeysOf(entries), true
+}
+
+// JWKOfValue reads one entry of a JWK Set (or of the client's keys.json) as ParseJSON
+// parsed it: nil when it is not an object or has two member names that differ only in
+// case; a member of another type reads as "". An endorsement that is not an object or has
+// such names is left out.
+func JWKOfValue(value any) *JWK {
+	o, isObject := value.(*Object)
+	if !isObject {
+		return nil
+	}
+	if _, _, twice := CaseVariantMembers(o); twice {
+		return nil
+	}
+	text := func(obj *Object, name string) string {
+		s, _ := obj.Values[name].(string)
+		return s
+	}
+	entry := &JWK{Kty: text(o, "kty"), Crv: text(o, "crv"), X: text(o, "x"), Kid: text(o, "kid")}
+	list, _ := o.Values["endorsements"].([]any)
+	for _, item := range list {
+		e, isObject := item.(*Object)
+		if !isObject {
+			continue
+		}
+		if _, _, twice := CaseVariantMembers(e); twice {
+			continue
+		}
+		entry.Endorsements = append(entry.Endorsements, JWKEndorsement{SignerKeyID: text(e, "signer_key_id"), Signature: text(e, "signature")})
+	}
+	return entry
 }
 
 // OfferedKeysOf is OfferedKeysOfJWKS for entries already decoded.

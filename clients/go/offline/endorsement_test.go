@@ -26,7 +26,9 @@ type endorsementVectors struct {
 	Trust []struct {
 		Name    string   `json:"name"`
 		Trusted []string `json:"trusted"`
-		Offered []JWK    `json:"offered"`
+		// Offered is read as the client reads a fetched set (OfferedKeysOfJWKS), not with
+		// encoding/json, which matches member names without case.
+		Offered json.RawMessage `json:"offered"`
 		Allowed []struct {
 			KeyID       string `json:"key_id"`
 			Fingerprint string `json:"fingerprint"`
@@ -81,11 +83,38 @@ func TestEndorsementVectors(t *testing.T) {
 			allowed = append(allowed, AllowedKey{KeyID: a.KeyID, Fingerprint: a.Fingerprint})
 		}
 		accepted := []string{}
-		for _, k := range AcceptOfferedKeys(trusted, OfferedKeysOf(c.Offered), allowed) {
+		offered, ok := OfferedKeysOfJWKS([]byte(`{"keys":` + string(c.Offered) + `}`))
+		if !ok {
+			t.Fatalf("%s: not read as a key set", c.Name)
+		}
+		for _, k := range AcceptOfferedKeys(trusted, offered, allowed) {
 			accepted = append(accepted, k.KeyID)
 		}
 		if !reflect.DeepEqual(accepted, append([]string{}, c.Accepted...)) {
 			t.Errorf("%s: accepted %v, want %v", c.Name, accepted, c.Accepted)
 		}
+	}
+}
+
+// A set read as the Node client reads it: member names exactly, and a set or an entry with
+// two names that differ only in case refused (encoding/json took "Keys" or "X" for them).
+func TestOfferedKeysOfJWKSReadsNamesExactly(t *testing.T) {
+	v := loadEndorsementVectors(t)
+	sound := string(v.Trust[0].Offered)
+	if keys, ok := OfferedKeysOfJWKS([]byte(`{"keys":` + sound + `}`)); !ok || len(keys) != 2 {
+		t.Fatalf("the sound set: %v %v", keys, ok)
+	}
+	for _, set := range []string{`{"keys":` + sound + `,"Keys":[]}`, `{"Keys":` + sound + `}`, `{"KEYS":` + sound + `,"keys":` + sound + `}`} {
+		if keys, ok := OfferedKeysOfJWKS([]byte(set)); ok || keys != nil {
+			t.Errorf("%.40s...: read as a set (%d keys)", set, len(keys))
+		}
+	}
+	first, second, found := CaseVariantMembers(&Object{Names: []string{"kty", "x", "kid", "X"}})
+	if !found || first != "x" || second != "X" {
+		t.Fatalf("CaseVariantMembers: %q %q %v", first, second, found)
+	}
+	// Only ASCII letters fold: the Kelvin sign is not "k" (encoding/json folded it too).
+	if _, _, found := CaseVariantMembers(&Object{Names: []string{"kid", "\u212aid", "x", "y"}}); found {
+		t.Fatal("CaseVariantMembers folded more than ASCII")
 	}
 }

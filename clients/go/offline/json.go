@@ -3,6 +3,7 @@ package offline
 import (
 	"errors"
 	"strconv"
+	"strings"
 )
 
 // Object is a parsed JSON object: its member names in document order and their values.
@@ -36,6 +37,27 @@ func (o *Object) Without(name string) *Object {
 		out.Values[n] = o.Values[n]
 	}
 	return out
+}
+
+// CaseVariantMembers returns the first two member names of the object that differ only in
+// the case of ASCII letters ("x" and "X"), and whether it has such. A reader that matches
+// names without case, as encoding/json does, takes one of them where an exact reader takes
+// the other, so documents that several readers must read alike refuse them.
+func CaseVariantMembers(o *Object) (first, second string, found bool) {
+	seen := make(map[string]string, len(o.Names))
+	for _, name := range o.Names {
+		folded := strings.Map(func(r rune) rune {
+			if r >= 'A' && r <= 'Z' {
+				return r + ('a' - 'A')
+			}
+			return r
+		}, name)
+		if earlier, twice := seen[folded]; twice {
+			return earlier, name, true
+		}
+		seen[folded] = name
+	}
+	return "", "", false
 }
 
 var errNotJSON = errors.New("not JSON")

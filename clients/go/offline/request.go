@@ -291,6 +291,10 @@ func checkRequest(o *Object) (*ActivationRequest, error) {
 	if r.MachineKey, err = bytesOf("machine_key", MachineKeyBytes); err != nil {
 		return nil, err
 	}
+	// A point of small order is no machine's key: the server would seal nothing to it.
+	if key, _ := DecodeBase64URLStrict(r.MachineKey, MachineKeyBytes); IsSmallOrderPoint(key) {
+		return nil, requestMalformed(`"machine_key" is an X25519 point of small order (section 12 lists them), not the public key of a key pair`)
+	}
 	if r.Nonce, err = bytesOf("nonce", RequestNonceBytes); err != nil {
 		return nil, err
 	}

@@ -48,9 +48,10 @@ type requestVectors struct {
 		Text    string      `json:"text"`
 	} `json:"accept"`
 	Refuse []struct {
-		Name    string `json:"name"`
-		Text    string `json:"text"`
-		Message string `json:"message"`
+		Name          string `json:"name"`
+		Text          string `json:"text"`
+		Message       string `json:"message"`
+		MachineKeyHex string `json:"machine_key_hex"`
 	} `json:"refuse"`
 }
 
@@ -97,6 +98,25 @@ func TestActivationRequestVectors(t *testing.T) {
 	}
 	if len(v.Refuse) < 20 {
 		t.Fatal("too few refusals")
+	}
+	smallOrder := 0
+	for _, vector := range v.Refuse {
+		if vector.MachineKeyHex == "" {
+			continue
+		}
+		// This package's own X25519 agrees: the shared secret with any private key is all zeros.
+		smallOrder++
+		point, _ := hex.DecodeString(vector.MachineKeyHex)
+		private, _, err := GenerateX25519()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := X25519(private, point); err == nil || !IsSmallOrderPoint(point) {
+			t.Fatalf("%s: X25519 gave a result (%v), or the point is not on the list", vector.Name, err)
+		}
+	}
+	if smallOrder != len(SmallOrderPoints)+2 {
+		t.Fatalf("%d vectors of small order, want %d", smallOrder, len(SmallOrderPoints)+2)
 	}
 	for _, vector := range v.Refuse {
 		if nfcOnly[vector.Name] {

@@ -3,6 +3,7 @@ package offline
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"math/bits"
 )
@@ -273,4 +274,37 @@ func GenerateX25519() (private, public []byte, err error) {
 		return nil, nil, err
 	}
 	return private, public, nil
+}
+
+// SmallOrderPoints are the 32-byte encodings of the X25519 points of small order (RFC 7748
+// section 7), as libsodium's blacklist and Wycheproof's x25519 vectors list them: u = 0, 1,
+// the two u-coordinates of order 8, p - 1, and p and p + 1 (which X25519 reduces to 0 and
+// 1). X25519 of any private key with one of them is all zeros, so no key pair has one as
+// its public key (docs/offline-license-format.md section 12).
+var SmallOrderPoints = []string{
+	"0000000000000000000000000000000000000000000000000000000000000000",
+	"0100000000000000000000000000000000000000000000000000000000000000",
+	"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",
+	"5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",
+	"ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	"edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+	"eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+}
+
+// IsSmallOrderPoint reports whether a 32-byte X25519 public key is one of SmallOrderPoints,
+// compared with the top bit of its last byte cleared, as RFC 7748 section 5 decodes a
+// u-coordinate: with that bit set it is the same point.
+func IsSmallOrderPoint(public []byte) bool {
+	if len(public) != X25519KeyLength {
+		return false
+	}
+	masked := append([]byte(nil), public...)
+	masked[31] &= 0x7f
+	text := hex.EncodeToString(masked)
+	for _, point := range SmallOrderPoints {
+		if text == point {
+			return true
+		}
+	}
+	return false
 }

@@ -19,7 +19,7 @@ import { acquireBackupLock } from './locks/lock.js';
 import type { Manifest } from './archive/manifest.js';
 import type { PostgresRestore } from './engines/postgres-restore.js';
 import { resolveBackup, type BackupRecord } from './repository.js';
-import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations } from './revocations.js';
+import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations, type CarryTables } from './revocations.js';
 import { SigningKeyCarry, type CarriedSigningKeys } from './signing-key-carry.js';
 import { mergeRestoredConfig } from './settings-export.js';
 import { checkSqlite } from './engines/sqlite-snapshot.js';
@@ -305,6 +305,12 @@ function hasSqliteColumn(db: { prepare(sql: string): { get(...params: unknown[])
   return db.prepare('SELECT 1 FROM pragma_table_info(?) WHERE name = ?').get(table, column) !== undefined;
 }
 
+/** The tables and columns of the revocation carry that this SQLite database has (revocations.ts CarryTables). */
+function carriedTables(db: { prepare(sql: string): { get(...params: unknown[]): unknown } }): CarryTables {
+  const activationRequests = hasSqliteTable(db, 'activation_requests');
+  return { machines: hasSqliteTable(db, 'machines'), activationRequests, requestDigests: activationRequests && hasSqliteColumn(db, 'activation_requests', 'request_digest') };
+}
+
 async function swapSqlite(database: string, snapshot: string, carry: RevocationCarry, keys: SigningKeyCarry, at: Date): Promise<void> {
   const { loadSqliteDriver } = await import('../storage/sqlite-driver.js');
   const Database = loadSqliteDriver();
@@ -314,7 +320,7 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
     try {
       const tables = old.prepare(`SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN (${CARRIED_TABLES.map(() => '?').join(', ')})`).get(...CARRIED_TABLES) as { n: number };
       if (tables.n === CARRIED_TABLES.length) {
-        await carry.read(sqliteQueryable(old), { machines: hasSqliteTable(old, 'machines'), activationRequests: hasSqliteTable(old, 'activation_requests') });
+        await carry.read(sqliteQueryable(old), carriedTables(old));
       }
       if (hasSqliteTable(old, 'signing_keys')) await keys.read(sqliteQueryable(old), { current: hasSqliteColumn(old, 'signing_keys', 'retired_at') });
       // Fold the old WAL into the old file first: a WAL left beside the new file would be replayed into it.
@@ -331,7 +337,7 @@ async function swapSqlite(database: string, snapshot: string, carry: RevocationC
     staged.pragma('secure_delete = ON');
     staged.exec('BEGIN IMMEDIATE');
     try {
-      await carry.apply(sqliteQueryable(staged), { machines: hasSqliteTable(staged, 'machines'), activationRequests: hasSqliteTable(staged, 'activation_requests') });
+      await carry.apply(sqliteQueryable(staged), carriedTables(staged));
       await keys.apply(sqliteQueryable(staged), { current: hasSqliteColumn(staged, 'signing_keys', 'retired_at'), at });
       staged.exec('COMMIT');
     } catch (error) {

@@ -40,7 +40,7 @@ export class RevocationCarry {
       customers: (await current.query('SELECT id, updated_at FROM customers WHERE active = ? ORDER BY id', [false])).map(deactivated),
       machines: options.machines ? await current.query(`SELECT ${MACHINE_COLUMNS.join(', ')} FROM machines WHERE active = ? ORDER BY id`, [false]) : [],
       activationRequests: options.activationRequests
-        ? await current.query(`SELECT ${NONCE_COLUMNS.join(', ')} FROM activation_requests ORDER BY nonce`)
+        ? await current.query(`SELECT ${nonceColumns(options).join(', ')} FROM activation_requests ORDER BY nonce`)
         : [],
     };
   }
@@ -96,12 +96,15 @@ export class RevocationCarry {
         carried.machines.push({ id: String(row?.id ?? machine.id), license_id: String(machine.license_id), hardware_id: String(machine.hardware_id) });
       }
     }
-    // A backup from before activation requests gets its table by migration after the swap, empty.
+    // A backup from before activation requests gets its table by migration after the swap,
+    // empty; one from before their digests gets the rows without (request-checkout.ts
+    // compares such a row by the machine's recorded key).
     if (options.activationRequests) {
+      const columns = nonceColumns(options);
       for (const row of this.revoked.activationRequests) {
         await restored.execute(
-          `INSERT INTO activation_requests (${NONCE_COLUMNS.join(', ')}) VALUES (${NONCE_COLUMNS.map(() => '?').join(', ')}) ON CONFLICT (nonce) DO NOTHING`,
-          NONCE_COLUMNS.map((column) => toSqlValue(row[column])),
+          `INSERT INTO activation_requests (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')}) ON CONFLICT (nonce) DO NOTHING`,
+          columns.map((column) => toSqlValue(row[column])),
         );
       }
     }
@@ -134,13 +137,20 @@ interface Revoked {
   readonly activationRequests: ReadonlyArray<Row>;
 }
 
-/** Which of the tables that not every schema version has a database holds. */
+/** Which of the tables (and columns) that not every schema version has a database holds. */
 export interface CarryTables {
   readonly machines: boolean;
   readonly activationRequests?: boolean;
+  /** activation_requests.request_digest (schema 14). */
+  readonly requestDigests?: boolean;
 }
 
 const NONCE_COLUMNS = ['nonce', 'license_id', 'hardware_id', 'created_at', 'used_at'] as const;
+
+/** The columns of activation_requests carried: the digest where the database has it, on both ends. */
+function nonceColumns(options: CarryTables): readonly string[] {
+  return options.requestDigests === true ? [...NONCE_COLUMNS, 'request_digest'] : NONCE_COLUMNS;
+}
 
 
 /** A value read from one engine, written back through the other's adapter. */

@@ -4,6 +4,7 @@ import { isLicenseServerError, LicenseServerError } from '../errors.js';
 import { encodeGraceToken } from './grace-token.js';
 import { getLicense, getLicenseWithMachine, type License } from './licenses.js';
 import { parseHardwareId, sealDecryptionKey } from '../offline/binding.js';
+import { isSmallOrderPoint } from '../crypto/x25519-small-order.js';
 import { decodeMachineKey, sealForMachine } from '../offline/machine-key.js';
 import { admitMachine, migrateMachine, releaseLease } from './machines.js';
 import { noteMachineRefusal, type MachineRefusal } from '../notifications/machine-refusals.js';
@@ -181,7 +182,8 @@ function sealedKeyMembers(
 ): { encrypted_key: string; machine_key?: string } | Record<string, never> {
   if (license.binding !== 'machine-key') return { encrypted_key: sealDecryptionKey(decryptionKey, hardwareId, license.id) };
   const machineKey = decodeMachineKey(machineKeyText);
-  if (!machineKey || machineKeyText === null) return {};
+  // A key of small order, which a release before the request reader refused it may have recorded, seals nothing.
+  if (!machineKey || machineKeyText === null || isSmallOrderPoint(machineKey)) return {};
   return { encrypted_key: sealForMachine(decryptionKey, machineKey, license.id, hardwareId), machine_key: machineKeyText };
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import canonicalize from 'canonicalize';
 import { LicenseServerError } from '../errors.js';
 import { normalizeLicenseKey } from '../licensing/license-key.js';
+import { isSmallOrderPoint } from '../crypto/x25519-small-order.js';
 import { hasLoneSurrogate } from '../validate.js';
 import { parseHardwareId } from './binding.js';
 
@@ -90,6 +91,15 @@ export function encodeActivationRequest(request: ActivationRequest): string {
   return `${ACTIVATION_REQUEST_BEGIN}\n${lines.join('\n')}\n${ACTIVATION_REQUEST_END}\n`;
 }
 
+/**
+ * What identifies a request's contents: unpadded base64url of SHA-256 of its RFC 8785 form
+ * (43 characters), every member included. The server records it with the nonce, so that a
+ * request answered again must be the same request, member for member (request-checkout.ts).
+ */
+export function activationRequestDigest(request: ActivationRequest): string {
+  return createHash('sha256').update(canonicalRequestText(request), 'utf8').digest('base64url');
+}
+
 function canonicalRequestText(request: ActivationRequest): string {
   const text = canonicalize(request);
   if (text === undefined) throw new TypeError('activation request cannot be canonicalised');
@@ -171,6 +181,14 @@ function checkRequest(object: Record<string, unknown>): ActivationRequest {
     }
     return value;
   };
+  // A point of small order is no machine's key, and sealing to it fails (hpke.ts dh).
+  const machineKey = (): string => {
+    const value = bytesOf('machine_key', MACHINE_KEY_BYTES);
+    if (isSmallOrderPoint(decodeBase64UrlStrict(value, MACHINE_KEY_BYTES)!)) {
+      malformed('"machine_key" is an X25519 point of small order (section 12 lists them), not the public key of a key pair');
+    }
+    return value;
+  };
   const hardwareId = (name: string): string => {
     const value = object[name];
     let parsed: string;
@@ -196,7 +214,7 @@ function checkRequest(object: Record<string, unknown>): ActivationRequest {
     ...(Object.hasOwn(object, 'previous_hardware_id') ? { previous_hardware_id: hardwareId('previous_hardware_id') } : {}),
     machine_name: text('machine_name', MAX_MACHINE_NAME_LENGTH),
     app_version: text('app_version', MAX_APP_VERSION_LENGTH),
-    machine_key: bytesOf('machine_key', MACHINE_KEY_BYTES),
+    machine_key: machineKey(),
     nonce: bytesOf('nonce', NONCE_BYTES),
     created_at: createdAt,
   };

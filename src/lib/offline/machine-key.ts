@@ -1,5 +1,6 @@
 import { LicenseServerError } from '../errors.js';
 import { N_ENC, N_PK, N_SK, N_T, openBase, publicKeyOf, sealBase } from '../crypto/hpke.js';
+import { isSmallOrderPoint } from '../crypto/x25519-small-order.js';
 import { decodeBase64Strict, encodeBase64 } from './base64.js';
 import { DECRYPTION_KEY_LENGTH } from './binding.js';
 
@@ -46,12 +47,16 @@ export function encodeMachineKey(publicKey: Uint8Array): string {
   return Buffer.from(publicKey).toString('base64url');
 }
 
-/** A machine key given to a checkout (from an activation request): INVALID_INPUT unless it is one. */
+/**
+ * A machine key given to a checkout (from an activation request): INVALID_INPUT unless it is
+ * one, and a point of small order is none (nothing can be sealed to it).
+ */
 export function parseMachineKey(value: unknown): Uint8Array {
   const key = decodeMachineKey(value);
   if (!key) {
     throw new LicenseServerError('INVALID_INPUT', 'machine_key must be the unpadded base64url of a 32-byte X25519 public key (43 characters)');
   }
+  if (isSmallOrderPoint(key)) throw new LicenseServerError('INVALID_INPUT', 'machine_key is an X25519 point of small order, not the public key of a key pair');
   return key;
 }
 

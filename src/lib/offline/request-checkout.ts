@@ -2,12 +2,12 @@ import { timingSafeEqual } from 'node:crypto';
 import { LicenseServerError } from '../errors.js';
 import type { Queryable } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
-import { decodeActivationRequest, licenseKeyDigest, type ActivationRequest } from './activation-request.js';
+import { activationRequestDigest, decodeActivationRequest, licenseKeyDigest, type ActivationRequest } from './activation-request.js';
 
 /**
  * A checkout answering an activation request (`license checkout --request`, the API's
  * checkout with `request`): the request's checks, and its nonce's record
- * (activation_requests, migration 11).
+ * (activation_requests, migrations 11 and 14).
  */
 
 /** How long a request may be used after it was made, by default (offline.request_window_days); its nonce is kept as long. */
@@ -60,12 +60,15 @@ export function checkRequestFor(
 }
 
 /**
- * Records the request's nonce for this license and machine, inside the checkout's
- * transaction (a refused checkout records nothing). The same request again within its
- * window answers again, for the same machine and seat: an operator whose USB write failed
- * redoes the checkout. A nonce already used for another license or hardware ID is a
- * request that was altered or copied: ACTIVATION_REQUEST_REPLAYED. Rows past the window are
- * pruned here: a request that old is refused by its date before its nonce is looked up.
+ * Records the request's nonce for this license and machine, with the digest of the whole
+ * request, inside the checkout's transaction (a refused checkout records nothing). The same
+ * request again within its window answers again, for the same machine and seat: an operator
+ * whose USB write failed redoes the checkout. A nonce already used with any member changed
+ * is a request that was altered or copied: ACTIVATION_REQUEST_REPLAYED, naming another
+ * license, hardware ID or date when that is what changed. So a copy of machine C's request
+ * with another machine_key cannot get a file sealed to that key, nor replace the key recorded
+ * for C. Rows past the window are pruned here: a request that old is refused by its date
+ * before its nonce is looked up.
  */
 export async function recordRequestNonce(
   tx: Queryable,
@@ -75,26 +78,46 @@ export async function recordRequestNonce(
   windowDays: number = DEFAULT_REQUEST_WINDOW_DAYS,
 ): Promise<void> {
   const stamp = at.toISOString();
+  const digest = activationRequestDigest(request);
   await tx.execute('DELETE FROM activation_requests WHERE created_at < ?', [new Date(at.getTime() - windowDays * DAY_MS - REQUEST_FUTURE_TOLERANCE_MS).toISOString()]);
   await tx.execute(
-    `INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at) VALUES (?, ?, ?, ?, ?)
+    `INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at, request_digest) VALUES (?, ?, ?, ?, ?, ?)
      ON CONFLICT (nonce) DO NOTHING`,
-    [request.nonce, licenseId, request.hardware_id, new Date(request.created_at).toISOString(), stamp],
+    [request.nonce, licenseId, request.hardware_id, new Date(request.created_at).toISOString(), stamp, digest],
   );
-  const row = (await tx.query('SELECT license_id, hardware_id, created_at FROM activation_requests WHERE nonce = ?', [request.nonce]))[0];
+  const row = (await tx.query('SELECT license_id, hardware_id, created_at, request_digest FROM activation_requests WHERE nonce = ?', [request.nonce]))[0];
   if (!row) throw new Error('activation_requests: the nonce just recorded is not there');
   const sameLicense = String(row.license_id).toLowerCase() === licenseId.toLowerCase();
   if (!sameLicense || String(row.hardware_id) !== request.hardware_id) {
-    throw new LicenseServerError(
-      'ACTIVATION_REQUEST_REPLAYED',
-      `the activation request's nonce ${request.nonce} was already used for ${sameLicense ? 'another hardware ID' : 'another license'}`,
-      { hint: 'Make a new request on the machine (`license-server-client request`) and check that one out.' },
-    );
+    throw replayed(request, `for ${sameLicense ? 'another hardware ID' : 'another license'}`);
   }
-  if (Date.parse(asIso(row.created_at)) !== Date.parse(request.created_at)) {
-    throw new LicenseServerError('ACTIVATION_REQUEST_REPLAYED', `the activation request's nonce ${request.nonce} was already used by a request made at another time`, {
-      hint: 'Make a new request on the machine (`license-server-client request`) and check that one out.',
-    });
+  if (Date.parse(asIso(row.created_at)) !== Date.parse(request.created_at)) throw replayed(request, 'by a request made at another time');
+  if (row.request_digest === null || row.request_digest === undefined) {
+    await checkUndigestedRow(tx, request, licenseId);
+  } else if (String(row.request_digest) !== digest) {
+    throw replayed(request, 'by a request with other contents');
   }
-  await tx.execute('UPDATE activation_requests SET used_at = ? WHERE nonce = ?', [stamp, request.nonce]);
+  await tx.execute('UPDATE activation_requests SET used_at = ?, request_digest = ? WHERE nonce = ?', [stamp, digest, request.nonce]);
+}
+
+/**
+ * A nonce recorded before its request's digest was (schema 13 and older, or carried by a
+ * restore into a backup of then) names only its license, hardware ID and date. It is
+ * answered again only for a request whose machine_key is the one recorded for its machine:
+ * that request's, unless a newer request of the machine was checked out since. A copy with
+ * another key, or one whose machine is no longer recorded (a restore to an older backup),
+ * cannot be told from an altered request and is refused. Answered, the row keeps this
+ * request's digest from then on.
+ */
+async function checkUndigestedRow(tx: Queryable, request: ActivationRequest, licenseId: string): Promise<void> {
+  const [machine] = await tx.query('SELECT machine_key FROM machines WHERE license_id = ? AND hardware_id = ?', [licenseId, request.hardware_id]);
+  if (machine?.machine_key === null || machine?.machine_key === undefined || String(machine.machine_key) !== request.machine_key) {
+    throw replayed(request, 'by a request recorded without its digest (before schema 14), and this one\'s machine_key is not the key recorded for its machine');
+  }
+}
+
+function replayed(request: ActivationRequest, how: string): LicenseServerError {
+  return new LicenseServerError('ACTIVATION_REQUEST_REPLAYED', `the activation request's nonce ${request.nonce} was already used ${how}`, {
+    hint: 'Make a new request on the machine (`license-server-client request`) and check that one out.',
+  });
 }

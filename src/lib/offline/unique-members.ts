@@ -28,3 +28,20 @@ export function repeatedMember(text: string): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The first two member names of `object` that differ only in the case of ASCII letters
+ * (`x` and `X`), or undefined. Readers that match names without regard to case, as Go's
+ * encoding/json does, take one of them where JSON.parse takes the other, so a document
+ * read by such readers too refuses them (docs/public-keys.md, the trust rule's step 1).
+ */
+export function caseVariantMembers(object: object): readonly [string, string] | undefined {
+  const seen = new Map<string, string>();
+  for (const name of Object.keys(object)) {
+    const folded = name.replace(/[A-Z]/g, (letter) => letter.toLowerCase());
+    const first = seen.get(folded);
+    if (first !== undefined) return [first, name];
+    seen.set(folded, name);
+  }
+  return undefined;
+}

@@ -51,7 +51,7 @@ export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, Colum
     last_error: t, copied_at: ts, created_at: ts,
   },
   signing_key_endorsements: { key_id: t, signer_key_id: t, signature: by, created_at: ts },
-  activation_requests: { nonce: t, license_id: u, hardware_id: t, created_at: ts, used_at: ts },
+  activation_requests: { nonce: t, license_id: u, hardware_id: t, created_at: ts, used_at: ts, request_digest: t },
 };
 
 /** The kind of `table.column`, or undefined for a column this release does not know. */

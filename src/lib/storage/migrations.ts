@@ -402,6 +402,16 @@ const LICENSE_BINDING = [
  */
 const MACHINE_KEYS = [`ALTER TABLE machines ADD COLUMN machine_key TEXT CHECK (machine_key IS NULL OR length(machine_key) = 43)`];
 
+/**
+ * The digest of each answered activation request (offline/activation-request.ts,
+ * activationRequestDigest): a nonce answered again must come with the same request, every
+ * member, so that a copy with another machine_key cannot redirect the machine's key. Rows
+ * recorded before this migration have none (request-checkout.ts says how they are compared).
+ */
+const ACTIVATION_REQUEST_DIGESTS = [
+  `ALTER TABLE activation_requests ADD COLUMN request_digest TEXT CHECK (request_digest IS NULL OR length(request_digest) = 43)`,
+];
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -416,6 +426,7 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 11, name: 'activation requests', sqlite: activationRequests(T.sqlite), postgres: activationRequests(T.postgres) },
   { version: 12, name: 'license binding', sqlite: LICENSE_BINDING, postgres: LICENSE_BINDING },
   { version: 13, name: 'machine keys', sqlite: MACHINE_KEYS, postgres: MACHINE_KEYS },
+  { version: 14, name: 'activation request digests', sqlite: ACTIVATION_REQUEST_DIGESTS, postgres: ACTIVATION_REQUEST_DIGESTS },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

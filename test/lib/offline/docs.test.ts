@@ -4,6 +4,7 @@ import { BINDING_INFO, SEALED_KEY_LENGTH, unsealDecryptionKey } from '../../../s
 import { signEd25519 } from '../../../src/lib/offline/ed25519.js';
 import { canonicalPayloadBytes, decodeLicenseFile, encodeLicenseFile, type LicenseFilePayload } from '../../../src/lib/offline/format.js';
 import { verifyLicenseFile } from '../../../src/lib/offline/verify.js';
+import { describeUnknownKey, keyIdOf } from '../../../src/lib/crypto/key-set.js';
 
 const doc = readFileSync(new URL('../../../docs/offline-license-format.md', import.meta.url), 'utf8');
 const vectors = JSON.parse(readFileSync(new URL('../../vectors/offline-license-v1.json', import.meta.url), 'utf8'));
@@ -36,6 +37,35 @@ describe('docs/offline-license-format.md', () => {
     for (const vector of v2.refuse) assert.ok(oneLine(doc).includes(vector.message.replace(/^license file is malformed: /, '')), vector.message);
     assert.ok(doc.includes(v2.vectors[0].signature), 'the v2 vector\'s signature');
     assert.ok(doc.includes(Buffer.from(v2.vectors[0].canonical_payload_hex, 'hex').toString('utf8')), 'the v2 vector\'s signed bytes');
+  });
+
+  it('writes the message of a key not in the set as the code prints it, here, in grace-token.md and in client.md', () => {
+    const keyOf = (hex: string) => ({ keyId: keyIdOf(Buffer.from(hex, 'hex')), publicKey: new Uint8Array(Buffer.from(hex, 'hex')) });
+    const first = keyOf(vectors.public_key_hex);
+    const second = keyOf(vectors.second_public_key_hex);
+    // What the code prints after "(" for a set of one key and of two (in the set's order).
+    const printed = (set: Array<typeof first>) => /\(([^)]*)\)$/.exec(describeUnknownKey('0123456789abcdef', set))![1]!;
+    const one = printed([first]);
+    const two = printed([second, first]);
+    assert.deepEqual([one, two], [`key ${first.keyId}`, `keys ${second.keyId}, ${first.keyId}`]);
+    const documents = {
+      'offline-license-format.md section 6': section(6),
+      'offline-license-format.md section 8': section(8),
+      'grace-token.md': readFileSync(new URL('../../../docs/grace-token.md', import.meta.url), 'utf8'),
+      'client.md': readFileSync(new URL('../../../docs/client.md', import.meta.url), 'utf8'),
+    };
+    for (const [name, text] of Object.entries(documents)) {
+      const lists = [...oneLine(text).matchAll(/which is not in the key set given \(([^)]*)\)/g)].map((match) => match[1]);
+      assert.ok(lists.length > 0, `${name} gives the message`);
+      for (const list of lists) assert.equal(list, '<key ids>', `${name}: the list is written (<key ids>), then defined`);
+      // Where the list is defined (every document but section 8, which points to section 6), by both examples.
+      if (name !== 'offline-license-format.md section 8') {
+        assert.ok(oneLine(text).includes(`\`${one}\``), `${name} shows the list of one key: ${one}`);
+        assert.ok(oneLine(text).includes(`\`${two}\``), `${name} shows the list of two keys: ${two}`);
+      } else {
+        assert.match(oneLine(text), /\(<key ids>\)` \(section 6\)/);
+      }
+    }
   });
 
   it('documents every field of the format, and no other', () => {

@@ -3,6 +3,7 @@ import { createHash, createPublicKey, verify as nodeVerify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { x25519 } from '@noble/curves/ed25519.js';
 import canonicalize from 'canonicalize';
+import { isSmallOrderPoint, SMALL_ORDER_POINTS } from '../../../src/lib/crypto/x25519-small-order.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';
 import {
   decodeActivationRequest,
@@ -27,7 +28,7 @@ const requests = JSON.parse(readFileSync(new URL('activation-request-v1.json', v
   canonical_json: string;
   text: string;
   accept: Array<{ name: string; request: ActivationRequest; text: string }>;
-  refuse: Array<{ name: string; text: string; message: string }>;
+  refuse: Array<{ name: string; text: string; message: string; machine_key_hex?: string }>;
 };
 const v2 = JSON.parse(readFileSync(new URL('offline-license-v2.json', vectorsUrl), 'utf8')) as {
   public_key_pem: string;
@@ -81,6 +82,33 @@ describe('activation request vectors (test/vectors/activation-request-v1.json)',
       assert.deepEqual(decodeActivationRequest(vector.text), vector.request);
     });
   }
+
+  it('the machine keys of small order are what X25519 (noble) says: an all-zero shared secret with any private key; every point of the list and two with the top bit set', () => {
+    const smallOrder = requests.refuse.filter((vector) => vector.machine_key_hex !== undefined);
+    const masked = (hex: string) => `${hex.slice(0, 62)}${(Number.parseInt(hex.slice(62), 16) & 0x7f).toString(16).padStart(2, '0')}`;
+    assert.deepEqual([...new Set(smallOrder.map((vector) => masked(vector.machine_key_hex!)))].sort(), [...SMALL_ORDER_POINTS].sort());
+    assert.equal(smallOrder.length, SMALL_ORDER_POINTS.length + 2);
+    const zeroWith = (publicKey: Uint8Array) => {
+      try {
+        return x25519.getSharedSecret(x25519.utils.randomSecretKey(), publicKey).every((byte) => byte === 0);
+      } catch {
+        return true; // noble refuses an all-zero result itself
+      }
+    };
+    for (const vector of smallOrder) {
+      const key = Buffer.from(vector.machine_key_hex!, 'hex');
+      const body = vector.text.split('\n').slice(1, -2).join('');
+      assert.equal(JSON.parse(Buffer.from(body, 'base64').toString('utf8')).machine_key, key.toString('base64url'), vector.name);
+      for (let i = 0; i < 3; i += 1) assert.ok(zeroWith(key), `${vector.name}: all zeros`);
+    }
+    // And keys of real key pairs are not on the list, whatever their top bit.
+    for (let i = 0; i < 200; i += 1) {
+      const key = x25519.getPublicKey(x25519.utils.randomSecretKey());
+      assert.equal(isSmallOrderPoint(key), false);
+      key[31] = key[31]! | 0x80;
+      assert.equal(isSmallOrderPoint(key), false);
+    }
+  });
 
   for (const vector of requests.refuse) {
     it(`refuses ${vector.name}: ${vector.message}`, () => {

@@ -85,7 +85,7 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
       const machines = await hasTable(client, 'machines');
       const activationRequests = await hasTable(client, 'activation_requests');
       await client.query(`LOCK TABLE ${[...CARRIED_TABLES, 'signing_keys', ...(machines ? ['machines'] : []), ...(activationRequests ? ['activation_requests'] : [])].join(', ')} IN SHARE MODE`);
-      await carry.read(tx, { machines, activationRequests });
+      await carry.read(tx, { machines, activationRequests, requestDigests: activationRequests && await hasColumn(client, 'activation_requests', 'request_digest') });
       await keys.read(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at') });
     }
     // The dump is written unqualified (docs/backup-format.md), so it loads wherever the
@@ -124,7 +124,12 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
         for (const { name } of loaded.rows) await client.query(`ALTER TABLE ${staging}.${name} SET SCHEMA ${home}`);
         // RESTRICT: anything else the dump made is refused rather than dropped unseen.
         await client.query(`DROP SCHEMA ${staging} RESTRICT`);
-        await carry.apply(tx, { machines: await hasTable(client, 'machines'), activationRequests: await hasTable(client, 'activation_requests') });
+        const activationRequests = await hasTable(client, 'activation_requests');
+        await carry.apply(tx, {
+          machines: await hasTable(client, 'machines'),
+          activationRequests,
+          requestDigests: activationRequests && await hasColumn(client, 'activation_requests', 'request_digest'),
+        });
         await keys.apply(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at'), at });
         await client.query('COMMIT');
       } catch (error) {
