@@ -39,7 +39,7 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
       { header: 'COUNT', value: (p) => p.count },
       { header: 'BYTES', value: (p) => formatBytes(p.bytes) },
       ...(maxAgeMs === undefined ? [] : [{ header: 'STALE', value: (p: PlaceStatus) => p.stale }]),
-      { header: 'LAST ERROR', value: (p) => p.unreachable ?? p.last_error ?? '' },
+      { header: 'LAST ERROR', value: lastError },
     ]));
     const stale = status.filter((place) => place.stale);
     if (stale.length > 0) {
@@ -49,6 +49,13 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
     }
     return status;
   }
+}
+
+/** What failed at the place, after its reason as the summary line puts it: `unreachable: target offsite: ...`. */
+function lastError(place: PlaceStatus): string {
+  const [reason, text] = place.unreachable !== null ? [place.unreachable_reason, place.unreachable] : [place.last_error_reason, place.last_error];
+  if (text === null) return '';
+  return reason === null ? text : `${reason}: ${text}`;
 }
 
 /** 26h 5m, 3d 2h: enough to compare with a --max-age at a glance. */

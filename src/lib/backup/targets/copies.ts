@@ -2,6 +2,7 @@ import type { Database, Queryable } from '../../storage/types.js';
 import { ownerState } from '../locks/work-owner.js';
 import { asIso, asIsoOrNull } from '../../storage/values.js';
 import type { CopyOutcome } from './copy.js';
+import type { TargetFailure } from './target.js';
 
 /**
  * The bookkeeping of off-site copies in `backup_copies` (migration 9): which backup still has
@@ -105,20 +106,48 @@ export async function finishCopy(db: Database, outcome: CopyOutcome, owner: stri
   await db.execute(
     `UPDATE backup_copies SET status = 'failed', attempts = ?, last_attempt_at = ?, last_error = ?, next_attempt_at = ?,
        claimed_by = NULL, claimed_until = NULL WHERE backup_id = ? AND target = ? AND (claimed_by = ? OR claimed_by IS NULL)`,
-    [attempts, stamp, outcome.error ?? outcome.result, new Date(at.getTime() + delay * 1000).toISOString(), outcome.backup_id, outcome.target, owner],
+    [attempts, stamp, storedError(outcome), new Date(at.getTime() + delay * 1000).toISOString(), outcome.backup_id, outcome.target, owner],
   );
 }
 
+/** Why a copy failed, as an outcome names it: a target's failure, or a backup it must not take. */
+export type CopyFailure = TargetFailure | 'unencrypted';
+
+const FAILURES: ReadonlySet<string> = new Set<CopyFailure>(['unreachable', 'timeout', 'auth', 'host-key', 'missing', 'full', 'protocol', 'unencrypted']);
+
+/**
+ * last_error holds the reason before the words, `<reason>: <error>` (the summary line's form),
+ * so that the reason survives without a column of its own; lastCopyErrors splits them again.
+ */
+function storedError(outcome: CopyOutcome): string {
+  const error = outcome.error ?? outcome.result;
+  return outcome.reason ? `${outcome.reason}: ${error}` : error;
+}
+
+function splitStoredError(text: string): { readonly reason: CopyFailure | null; readonly error: string } {
+  const colon = text.indexOf(': ');
+  const reason = colon > 0 ? text.slice(0, colon) : '';
+  // A row written before reasons were kept: the words alone.
+  return FAILURES.has(reason) ? { reason: reason as CopyFailure, error: text.slice(colon + 2) } : { reason: null, error: text };
+}
+
+export interface LastCopyError {
+  readonly error: string;
+  readonly reason: CopyFailure | null;
+  readonly at: string;
+  readonly backup_id: string;
+}
+
 /** Each target's last attempt that failed after its last success: what `backup status` shows as its last error. */
-export async function lastCopyErrors(db: Queryable): Promise<Map<string, { readonly error: string; readonly at: string; readonly backup_id: string }>> {
+export async function lastCopyErrors(db: Queryable): Promise<Map<string, LastCopyError>> {
   const rows = await db.query(
     `SELECT target, backup_id, last_error, last_attempt_at, status FROM backup_copies WHERE last_attempt_at IS NOT NULL ORDER BY last_attempt_at`,
   );
-  const errors = new Map<string, { error: string; at: string; backup_id: string }>();
+  const errors = new Map<string, LastCopyError>();
   for (const row of rows) {
     const target = String(row.target);
     if (row.status === 'copied') errors.delete(target);
-    else if (row.last_error !== null) errors.set(target, { error: String(row.last_error), at: asIso(row.last_attempt_at), backup_id: String(row.backup_id) });
+    else if (row.last_error !== null) errors.set(target, { ...splitStoredError(String(row.last_error)), at: asIso(row.last_attempt_at), backup_id: String(row.backup_id) });
   }
   return errors;
 }
