@@ -264,6 +264,17 @@ export const schemas: Record<string, Schema> = {
         last_error: nullable(string),
         last_error_reason: nullable({ type: 'string', enum: [...TARGET_FAILURES, 'unencrypted'] }),
         last_error_at: nullable(time),
+        copies: nullable(object({
+          pending: integer,
+          copying: integer,
+          stuck: integer,
+          newest: nullable(object({
+            backup_id: string,
+            state: { type: 'string', enum: ['waiting', 'copying', 'stuck'] },
+            attempts: integer,
+            next_attempt_at: nullable(time),
+          })),
+        })),
         stale: nullable(boolean),
       }),
     ),

@@ -2,7 +2,7 @@ import type { ResolvedConfig } from '../config/resolve.js';
 import type { Database } from '../storage/types.js';
 import { listBackups, type BackupRecord } from './repository.js';
 import { listTargetBackups } from './targets/copy.js';
-import { lastCopyErrors, type CopyFailure, type LastCopyError } from './targets/copies.js';
+import { copyBacklog, lastCopyErrors, type CopyBacklog, type CopyFailure, type LastCopyError } from './targets/copies.js';
 import { openTarget } from './targets/open.js';
 import { describeTarget } from './targets/settings.js';
 import { isTargetError, type TargetFailure } from './targets/target.js';
@@ -36,6 +36,12 @@ export interface PlaceStatus {
   /** Its reason: a TargetFailure, or `unencrypted`; null for an error recorded by a release before reasons were kept. */
   readonly last_error_reason: CopyFailure | null;
   readonly last_error_at: string | null;
+  /**
+   * A target's copies not made yet (copies.ts CopyBacklog): how many, how many a process is
+   * copying now, how many are stuck with a process that is gone, and how the newest stands.
+   * Null for local storage, and without the database.
+   */
+  readonly copies: CopyBacklog | null;
   /** With a maximum age: no good backup newer than it here (or the place could not be read). */
   readonly stale: boolean | null;
 }
@@ -54,11 +60,14 @@ export async function backupStatus(options: StatusOptions): Promise<PlaceStatus[
   const { config, at } = options;
   const wanted = (place: string) => options.places === undefined || options.places.includes(place);
   const errors = options.db ? await lastCopyErrors(options.db).catch(() => new Map<string, LastCopyError>()) : new Map<string, LastCopyError>();
+  // Without the database (or when it cannot be read) the backlog is unknown, not empty.
+  const backlog = options.db ? await copyBacklog(options.db, at).catch(() => undefined) : undefined;
+  const copiesOf = (target: string): CopyBacklog | null => (backlog ? (backlog.get(target) ?? NO_BACKLOG) : null);
   const places: Array<Promise<PlaceStatus>> = [];
   if (wanted('local')) {
     places.push(listBackups(config.settings.backup.path).then(
-      (records) => summarise('local', 'local', config.settings.backup.path, records, null, undefined, at, options.maxAgeMs),
-      (error: unknown) => summarise('local', 'local', config.settings.backup.path, [], error as Error, undefined, at, options.maxAgeMs),
+      (records) => summarise('local', 'local', config.settings.backup.path, records, null, undefined, null, at, options.maxAgeMs),
+      (error: unknown) => summarise('local', 'local', config.settings.backup.path, [], error as Error, undefined, null, at, options.maxAgeMs),
     ));
   }
   for (const settings of config.settings.backup.targets) {
@@ -68,17 +77,19 @@ export async function backupStatus(options: StatusOptions): Promise<PlaceStatus[
       try {
         const target = await openTarget(settings, config.env);
         try {
-          return summarise(settings.name, settings.kind, location, await listTargetBackups(target), null, errors.get(settings.name), at, options.maxAgeMs);
+          return summarise(settings.name, settings.kind, location, await listTargetBackups(target), null, errors.get(settings.name), copiesOf(settings.name), at, options.maxAgeMs);
         } finally {
           await target.close().catch(() => undefined);
         }
       } catch (error) {
-        return summarise(settings.name, settings.kind, location, [], error as Error, errors.get(settings.name), at, options.maxAgeMs);
+        return summarise(settings.name, settings.kind, location, [], error as Error, errors.get(settings.name), copiesOf(settings.name), at, options.maxAgeMs);
       }
     })());
   }
   return Promise.all(places);
 }
+
+const NO_BACKLOG: CopyBacklog = { pending: 0, copying: 0, stuck: 0, newest: null };
 
 function summarise(
   place: string,
@@ -87,6 +98,7 @@ function summarise(
   records: readonly BackupRecord[],
   unreachable: Error | null,
   lastError: LastCopyError | undefined,
+  copies: CopyBacklog | null,
   at: Date,
   maxAgeMs: number | undefined,
 ): PlaceStatus {
@@ -107,6 +119,7 @@ function summarise(
     last_error: lastError?.error ?? null,
     last_error_reason: lastError?.reason ?? null,
     last_error_at: lastError?.at ?? null,
+    copies,
     stale: maxAgeMs === undefined ? null : unreachable !== null || age === null || age * 1000 > maxAgeMs,
   };
 }
