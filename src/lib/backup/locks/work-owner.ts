@@ -52,8 +52,11 @@ export function ownerState(owner: WorkOwner): 'alive' | 'gone' | 'other-host' {
       if ((error as NodeJS.ErrnoException).code !== 'EPERM') return 'gone';
     }
   }
+  const stat = owner.pid === process.pid ? undefined : procStat(owner.pid);
+  // Killed and not reaped yet: a zombie answers signal 0, but has ended all the same.
+  if (stat?.state === 'Z') return 'gone';
   if (owner.start === undefined) return 'alive';
-  const start = processStart(owner.pid);
+  const start = owner.pid === process.pid ? processStart() : stat?.start;
   return start === undefined || start === owner.start ? 'alive' : 'gone';
 }
 
@@ -63,18 +66,23 @@ export function ownerState(owner: WorkOwner): 'alive' | 'gone' | 'other-host' {
  * its pid. Undefined where there is no /proc (macOS) or no such process.
  */
 export function processStart(pid: number = process.pid): string | undefined {
-  if (pid === process.pid && ownStart !== null) return ownStart;
-  let start: string | undefined;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // The command name, in parentheses, may hold spaces and parentheses itself: count from after it.
-    start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-    if (!start || !/^\d+$/.test(start)) start = undefined;
-  } catch {
-    start = undefined;
-  }
-  if (pid === process.pid) ownStart = start;
-  return start;
+  if (pid !== process.pid) return procStat(pid)?.start;
+  if (ownStart === null) ownStart = procStat(pid)?.start;
+  return ownStart;
 }
 
 let ownStart: string | undefined | null = null;
+
+/** The state letter (field 3) and the start (field 22) of /proc/<pid>/stat, or undefined. */
+function procStat(pid: number): { readonly state: string; readonly start: string | undefined } | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return undefined;
+  }
+  // The command name, in parentheses, may hold spaces and parentheses itself: count from after it.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const start = fields[19];
+  return { state: fields[0] ?? '', start: start && /^\d+$/.test(start) ? start : undefined };
+}

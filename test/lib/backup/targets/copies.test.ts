@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { hostTag, processStart } from '../../../../src/lib/backup/locks/work-owner.js';
-import { claimCopy, claimDueCopies, copyBacklog, copyOwner, COPY_LEASE_MS, notePendingCopies } from '../../../../src/lib/backup/targets/copies.js';
+import { claimCopy, claimDueCopies, claimHolderState, copyBacklog, copyOwner, COPY_LEASE_MS, notePendingCopies } from '../../../../src/lib/backup/targets/copies.js';
 import type { Database } from '../../../../src/lib/storage/types.js';
 import { forEachEngine } from '../../../support/engines.js';
 
@@ -74,6 +75,21 @@ forEachEngine('off-site copy claims', (fixture) => {
     assert.equal(await claimCopy(db, reused, 'nas', me, later), true);
     // And never a copy it claimed itself to another process of this host that runs.
     assert.equal(await claimCopy(db, dead, 'nas', `${here}:${process.ppid}:${processStart(process.ppid)}`, later), false);
+  });
+
+  it('counts a holder that was killed and not reaped yet (a zombie, which still answers signal 0) as gone', async () => {
+    // python3 forks a child that ends at once and is never waited for.
+    const parent = spawn('python3', ['-c', 'import os, time\npid = os.fork()\nif pid == 0: os._exit(0)\nprint(pid, flush=True)\ntime.sleep(60)'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const [line] = (await once(parent.stdout!, 'data')) as [Buffer];
+      const zombie = Number(line.toString().trim());
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      process.kill(zombie, 0);
+      assert.equal(claimHolderState(`${here}:${zombie}:${processStart(zombie) ?? 1}`), 'gone');
+      assert.equal(claimHolderState(`${here}:${zombie}`), 'gone');
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 
   it('tells a waiting copy\'s retry from one not tried yet', async () => {
