@@ -11,6 +11,8 @@ export type Schema = Record<string, unknown>;
 export const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const string: Schema = { type: 'string' };
 const time: Schema = { type: 'string', format: 'date-time' };
+/** target.ts TargetFailure: why a target failed. */
+const TARGET_FAILURES = ['unreachable', 'timeout', 'auth', 'host-key', 'missing', 'full', 'protocol'];
 const uuid: Schema = { type: 'string', format: 'uuid' };
 const integer: Schema = { type: 'integer' };
 const boolean: Schema = { type: 'boolean' };
@@ -258,8 +260,21 @@ export const schemas: Record<string, Schema> = {
         count: integer,
         bytes: integer,
         unreachable: nullable(string),
+        unreachable_reason: nullable({ type: 'string', enum: [...TARGET_FAILURES] }),
         last_error: nullable(string),
+        last_error_reason: nullable({ type: 'string', enum: [...TARGET_FAILURES, 'unencrypted'] }),
         last_error_at: nullable(time),
+        copies: nullable(object({
+          pending: integer,
+          copying: integer,
+          stuck: integer,
+          newest: nullable(object({
+            backup_id: string,
+            state: { type: 'string', enum: ['waiting', 'copying', 'stuck'] },
+            attempts: integer,
+            next_attempt_at: nullable(time),
+          })),
+        })),
         stale: nullable(boolean),
       }),
     ),

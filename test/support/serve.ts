@@ -31,9 +31,10 @@ export function killAllServes(): void {
 /**
  * Starts a real `license-server serve` on a free loopback port, as an operator would,
  * and waits for its banner. The environment is clean apart from `env`. `onOutput` sees
- * stdout and stderr as they come, before the banner too (a daemon waiting to start).
+ * stdout and stderr as they come, before the banner too (a daemon waiting to start), and the
+ * process, for a test that must signal it the moment something shows.
  */
-export function startServe(env: Record<string, string>, args: string[] = [], onOutput?: (stdout: string, stderr: string) => void): Promise<ServeProcess> {
+export function startServe(env: Record<string, string>, args: string[] = [], onOutput?: (stdout: string, stderr: string, child: ChildProcess) => void): Promise<ServeProcess> {
   const clean: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !name.startsWith('LICENSE_')) clean[name] = value;
   const cwd = mkdtempSync(path.join(tmpdir(), 'license-serve-'));
@@ -49,11 +50,11 @@ export function startServe(env: Record<string, string>, args: string[] = [], onO
   let err = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
     out += chunk;
-    onOutput?.(out, err);
+    onOutput?.(out, err, child);
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
     err += chunk;
-    onOutput?.(out, err);
+    onOutput?.(out, err, child);
   });
   // 'close', not 'exit': by then everything the process wrote has been read.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));

@@ -4,7 +4,8 @@ import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
  * A TCP proxy on a loopback port in front of `target` (host:port) that a test can turn
  * into a faulty network: one that keeps every connection open but forwards nothing (as a
  * partition that the kernel does not see: no reset, no timeout, acknowledged bytes that go
- * nowhere), or one that resets every connection.
+ * nowhere), or one that resets every connection: those open now (reset()), or every one,
+ * new ones too, as they arrive (resetting(true)), as a middlebox that kills the flows would.
  */
 export interface TcpProxy {
   /** host:port to connect to instead of the target. */
@@ -15,14 +16,22 @@ export interface TcpProxy {
   resume(): void;
   /** Resets every open connection, both sides (RST). */
   reset(): void;
+  /** While on, resets every connection, open or new (a new one as soon as it is accepted, before a byte). */
+  resetting(on: boolean): void;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(target: string): Promise<TcpProxy> {
   const [host, port] = [target.slice(0, target.lastIndexOf(':')), Number(target.slice(target.lastIndexOf(':') + 1))];
   let stalled = false;
+  let resettingAll = false;
   const pairs = new Set<{ client: Socket; upstream: Socket; flush(): void }>();
   const server = createServer((client) => {
+    if (resettingAll) {
+      client.on('error', () => undefined);
+      client.resetAndDestroy();
+      return;
+    }
     const upstream = connect(port, host);
     // What the network owes either side while stalled: bytes, an end, a close.
     const held: Array<() => void> = [];
@@ -49,6 +58,13 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port: own } = server.address() as AddressInfo;
+  const resetOpen = () => {
+    for (const pair of [...pairs]) {
+      pairs.delete(pair);
+      pair.client.resetAndDestroy();
+      pair.upstream.resetAndDestroy();
+    }
+  };
   return {
     addr: `127.0.0.1:${own}`,
     stall() {
@@ -58,12 +74,10 @@ export async function startTcpProxy(target: string): Promise<TcpProxy> {
       stalled = false;
       for (const pair of pairs) pair.flush();
     },
-    reset() {
-      for (const pair of [...pairs]) {
-        pairs.delete(pair);
-        pair.client.resetAndDestroy();
-        pair.upstream.resetAndDestroy();
-      }
+    reset: resetOpen,
+    resetting(on) {
+      resettingAll = on;
+      if (on) resetOpen();
     },
     async close() {
       for (const pair of [...pairs]) {

@@ -7,8 +7,8 @@ import type { PlaceStatus } from '../../lib/backup/status.js';
 import { LicenseServerError } from '../../lib/errors.js';
 
 export default class BackupStatus extends BaseCommand<typeof BackupStatus> {
-  static override description = `Where each place's newest good backup stands: local storage (backup.path) and every off-site target (backup.targets), each read now from the place itself: the newest backup, its age, how many, how many bytes, and the last error of copies to it.
-With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer than that, or could not be read: for a cron job or a Nagios check. Works while the database is down (the last errors are then not shown).`;
+  static override description = `Where each place's newest good backup stands: local storage (backup.path) and every off-site target (backup.targets), each read now from the place itself: the newest backup, its age, how many, how many bytes, the newest backup not copied there yet (copying, stuck with a process that is gone, or waiting for its attempt), and the last error of copies to it.
+With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer than that, or could not be read: for a cron job or a Nagios check. Works while the database is down (the last errors and the copies not made yet are then not shown).`;
   static override examples = ['<%= config.bin %> backup status', '<%= config.bin %> backup status --max-age 26h', '<%= config.bin %> backup status --place offsite --max-age 26h --json'];
   static override flags = {
     'max-age': Flags.string({ description: 'The oldest a place\'s newest good backup may be, such as 26h or 8d: older (or none, or unreadable) exits 17.' }),
@@ -39,7 +39,8 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
       { header: 'COUNT', value: (p) => p.count },
       { header: 'BYTES', value: (p) => formatBytes(p.bytes) },
       ...(maxAgeMs === undefined ? [] : [{ header: 'STALE', value: (p: PlaceStatus) => p.stale }]),
-      { header: 'LAST ERROR', value: (p) => p.unreachable ?? p.last_error ?? '' },
+      { header: 'NOT COPIED YET', value: notCopiedYet },
+      { header: 'LAST ERROR', value: lastError },
     ]));
     const stale = status.filter((place) => place.stale);
     if (stale.length > 0) {
@@ -49,6 +50,26 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
     }
     return status;
   }
+}
+
+/**
+ * The newest backup on its way to a target and how its copy stands, so that the target's
+ * NEWEST is never read as all there is: `<id> copying`, `<id> stuck` (its process is gone: the
+ * daemon's next round or `backup copy --missing` takes it over), `<id> waiting (next try <time>)`.
+ */
+function notCopiedYet(place: PlaceStatus): string {
+  const newest = place.copies?.newest;
+  if (!newest) return '';
+  const retry = newest.state === 'waiting' && newest.attempts > 0 && newest.next_attempt_at ? ` (next try ${newest.next_attempt_at})` : '';
+  const more = place.copies!.pending > 1 ? ` (+${place.copies!.pending - 1} older)` : '';
+  return `${newest.backup_id} ${newest.state}${retry}${more}`;
+}
+
+/** What failed at the place, after its reason as the summary line puts it: `unreachable: target offsite: ...`. */
+function lastError(place: PlaceStatus): string {
+  const [reason, text] = place.unreachable !== null ? [place.unreachable_reason, place.unreachable] : [place.last_error_reason, place.last_error];
+  if (text === null) return '';
+  return reason === null ? text : `${reason}: ${text}`;
 }
 
 /** 26h 5m, 3d 2h: enough to compare with a --max-age at a glance. */

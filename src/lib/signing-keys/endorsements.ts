@@ -1,3 +1,4 @@
+import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { publicKeyFromPem } from '../crypto/ed25519-pem.js';
 import { endorsementStatement, type Endorsement } from '../crypto/key-endorsement.js';
@@ -16,7 +17,9 @@ import { listVerifyingKeys, loadKeyPair } from './keys.js';
  * store from before endorsements. Ed25519 is deterministic, so two processes racing here
  * write the same row and the second insert does nothing. A key whose private half this
  * process cannot open (sealed, without the key-encryption key) signs nothing here; the next
- * process that can open it does (nor does a damaged one). Returns how many endorsements were added.
+ * process that can open it does (nor does a damaged one). Each endorsement added is audited
+ * as `signing_key.endorsed` (the endorsed key; the signer's key id in the details) with its
+ * row; the losing insert of a race adds nothing and audits nothing. Returns how many were added.
  */
 export async function endorseKeys(db: Database, context: OperationContext, tx: Queryable = db): Promise<number> {
   const keys = await listVerifyingKeys(tx);
@@ -39,11 +42,22 @@ export async function endorseKeys(db: Database, context: OperationContext, tx: Q
     try {
       for (const subject of subjects) {
         const signature = signEd25519(endorsementStatement(publicKeyFromPem(subject.public_key_pem)), secretKey);
-        const inserted = await tx.query(
-          'INSERT INTO signing_key_endorsements (key_id, signer_key_id, signature, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING key_id',
-          [subject.key_id, signerKeyId, signature, at],
-        );
-        added += inserted.length;
+        // The row and its audit entry together: in the caller's transaction, or one of their own.
+        const endorse = async (writer: Queryable): Promise<boolean> => {
+          const inserted = await writer.query(
+            'INSERT INTO signing_key_endorsements (key_id, signer_key_id, signature, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING key_id',
+            [subject.key_id, signerKeyId, signature, at],
+          );
+          if (inserted.length === 0) return false;
+          await recordAudit(writer, context, {
+            action: 'signing_key.endorsed',
+            entityType: 'signing_key',
+            entityId: subject.id,
+            details: { key_id: subject.key_id, signer_key_id: signerKeyId },
+          });
+          return true;
+        };
+        if (await (tx === db ? db.transaction(endorse) : endorse(tx))) added += 1;
       }
     } finally {
       secretKey.fill(0);

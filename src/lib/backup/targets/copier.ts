@@ -2,10 +2,10 @@ import type { ResolvedConfig } from '../../config/resolve.js';
 import type { OperationContext } from '../../context.js';
 import type { Database } from '../../storage/types.js';
 import { listBackups } from '../repository.js';
-import { claimDueCopies, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
+import { claimDueCopies, copyOwner, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
 import { clearUnlistedArchives, listTargetBackups, type CopyOutcome } from './copy.js';
 import { openTarget } from './open.js';
-import { copyAndPrune, copyOwner, raiseCopyFailed } from './replicate.js';
+import { copyAndPrune, raiseCopyFailed } from './replicate.js';
 
 export interface CopierOptions {
   readonly database: () => Database;
@@ -20,6 +20,9 @@ export interface CopierOptions {
 }
 
 const CONTEXT: OperationContext = { actor: 'scheduler' };
+
+/** How often a daemon looks for due copies when nothing wakes it (CopierOptions.pollMs). */
+export const COPY_POLL_MS = 30_000;
 
 /**
  * The daemon's off-site copies: every backup it makes (API, schedule, a restore's safety
@@ -59,7 +62,11 @@ export class Copier {
     this.schedule(0);
   }
 
-  /** Stops looking; a copy under way is aborted after `graceMs` (its claim runs out and another process retries). */
+  /**
+   * Stops looking, and waits up to `graceMs` for a copy under way. One that outlives the
+   * process keeps its claim, which the next process on this host to look takes over at once
+   * (copies.ts), and another host's when the claim's lease ends.
+   */
   async stop(graceMs = 5000): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
@@ -183,7 +190,7 @@ export class Copier {
         .then(() => undefined, (error: unknown) => this.options.log({ level: 'error', msg: 'off-site copies failed', error: String(error) }))
         .finally(() => {
           this.running = undefined;
-          const next = this.again ? 0 : this.options.pollMs ?? 30_000;
+          const next = this.again ? 0 : this.options.pollMs ?? COPY_POLL_MS;
           this.again = false;
           this.schedule(next);
         });

@@ -1,10 +1,9 @@
-import { hostTag } from '../locks/work-owner.js';
 import type { ResolvedConfig } from '../../config/resolve.js';
 import { now, type OperationContext } from '../../context.js';
 import { raiseEvent } from '../../notifications/outbox.js';
 import type { Database } from '../../storage/types.js';
 import { listBackups, type BackupRecord } from '../repository.js';
-import { claimCopy, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
+import { claimCopy, copyOwner, finishCopy, notePendingCopies, type CopyRetry } from './copies.js';
 import { copyBackup, listTargetBackups, pruneTarget, type CopyOutcome } from './copy.js';
 import type { RetentionPolicy } from '../retention.js';
 import { openTarget, selectTargets } from './open.js';
@@ -25,11 +24,6 @@ export interface ReplicateOptions {
   readonly retry?: CopyRetry;
   /** Per target, as its copy starts and ends: progress for a terminal, lines for a log. */
   readonly onTarget?: (target: string, event: { readonly phase: 'start' } | { readonly phase: 'end'; readonly outcome: CopyOutcome }) => void;
-}
-
-/** Who holds a copy's claim: this process on this host (`<host tag>:<pid>`, work-owner.ts). */
-export function copyOwner(): string {
-  return `${hostTag()}:${process.pid}`;
 }
 
 /**

@@ -205,9 +205,12 @@ export function openS3Target(options: S3TargetOptions): BackupTarget {
     const shape = error as SdkErrorShape;
     const status = shape.$metadata?.httpStatusCode;
     // The SDK names a service error after its S3 code (a HEAD answer has none: "Unknown");
-    // Node names a network error in `code`.
+    // Node names a network error in `code`. The SDK's HTTP handler renames a reset or a broken
+    // pipe "TimeoutError" though nothing timed out (@smithy/node-http-handler's
+    // NODEJS_TIMEOUT_ERROR_CODES): Node's code is what happened, and the peer is unreachable.
     const named = shape.name && !['Error', 'Unknown', 'UnknownError'].includes(shape.name) ? shape.name : undefined;
-    const code = shape.Code ?? named ?? shape.code;
+    const lost = shape.code !== undefined && UNREACHABLE_CODES.has(shape.code) ? shape.code : undefined;
+    const code = shape.Code ?? lost ?? named ?? shape.code;
     const reason = classify(code ?? '', status);
     let detail = `${operation}${key ? ` ${key}` : ''}: ${code ?? (status ? `HTTP ${status}` : 'failed')}${code && status ? ` (HTTP ${status})` : ''}`;
     const message = (shape.message ?? '').split('\n')[0]!.slice(0, 300);

@@ -7,6 +7,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { openS3Target, type S3TargetOptions } from '../../../../src/lib/backup/targets/s3.js';
 import { isTargetError, type BackupTarget, type TargetError } from '../../../../src/lib/backup/targets/target.js';
 import { startBlackHole } from '../../../support/black-hole.js';
+import { startTcpProxy } from '../../../support/tcp-proxy.js';
 import { NodeSha256, startBrokenBodyServer, startGarbageServer, startS3ServerOrSkip, startSilentServer, unusedEndpoint, type S3TestServer } from '../../../support/s3-server.js';
 import { chunked, failure, readAll, sha256, targetContract } from './contract.js';
 
@@ -285,6 +286,33 @@ describe('the s3 target (lib/backup/targets/s3.ts) against s3rver behind a SigV4
       assert.equal(error.reason, 'unreachable', error.message);
       assert.match(error.message, /ECONNREFUSED/);
       assert.ok(Date.now() - started < 2000);
+    });
+
+    it('answers connections that are reset with "unreachable", not the SDK\'s "TimeoutError": at connect, and in the middle of an upload', async () => {
+      const bucket = await freshBucket();
+      const proxy = await startTcpProxy(s3.endpoint.slice('http://'.length));
+      try {
+        const target = open({ bucket, endpoint: `http://${proxy.addr}` });
+        proxy.resetting(true);
+        for (const work of [() => target.list(), () => target.check(), () => target.put('a.backup.json', chunked(Buffer.from('{}')), 2)]) {
+          const error = await targetFailure(work());
+          assert.equal(error.reason, 'unreachable', error.message);
+          assert.match(error.message, /ECONNRESET|EPIPE/);
+          assert.doesNotMatch(error.message, /timeout/i);
+        }
+        // Reset once its parts are on the way: whatever the SDK retries meets the reset too.
+        proxy.resetting(false);
+        const data = randomBytes(12 * MIB);
+        const seen = s3.requests.length;
+        const upload = target.put('reset.backup.tar.gz', chunked(data), data.length);
+        while (!s3.requests.slice(seen).some((request) => request.operation === 'UploadPart')) await new Promise((resolve) => setTimeout(resolve, 2));
+        proxy.resetting(true);
+        const error = await targetFailure(upload);
+        assert.equal(error.reason, 'unreachable', error.message);
+        assert.doesNotMatch(error.message, /timeout/i);
+      } finally {
+        await proxy.close();
+      }
     });
 
     // 'protocol', not 'unreachable': the server was reached and answered, but not as S3 does;
