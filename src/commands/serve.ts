@@ -125,10 +125,11 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const { LicenseClockScheduler, SYSTEM_CLOCK } = await import('../lib/notifications/license-clock-scheduler.js');
       const licenseClock = new LicenseClockScheduler({ database: () => current.db, clock: SYSTEM_CLOCK, windows: () => current.config.settings.notifications.expiringSoonDays, log });
       const app = createApp({ state, log, toolVersion: this.config.version, scheduler, metrics });
-      const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
+      const limits = { maxConnections: settings.server.maxConnections, maxPerAddress: settings.server.maxConnectionsPerAddress };
+      const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout, limits });
       const metricsListener = settings.server.metricsPort === undefined
         ? undefined
-        : await (await import('../http/metrics-listener.js')).listenForMetrics(metrics, { host: settings.server.metricsHost, port: settings.server.metricsPort, log }).catch(async (error: unknown) => {
+        : await (await import('../http/metrics-listener.js')).listenForMetrics(metrics, { host: settings.server.metricsHost, port: settings.server.metricsPort, log, requestTimeout: settings.server.requestTimeout, limits }).catch(async (error: unknown) => {
           await server.shutdown(0);
           throw error;
         });
