@@ -6,7 +6,7 @@ import { describeFsError } from '../lib/fs-errors.js';
 
 export default class Serve extends BaseCommand<typeof Serve> {
   static override description = `Run the HTTP daemon: the admin API, online validation, grace tokens and usage reports.
-On first start it creates the signing key and, when no admin token exists, a bootstrap admin token that it prints once. SIGTERM or SIGINT stops it gracefully: no new requests, those in flight finish (up to 8 s), the database is closed, exit 0.`;
+On first start it creates the signing key and, when no admin token exists, a bootstrap admin token that it prints once; the token is made only once the daemon listens, so a start that fails with LISTEN_FAILED leaves none, and the next start prints it. SIGTERM or SIGINT stops it gracefully: no new requests, those in flight finish (up to 8 s), the database is closed, exit 0.`;
   static override enableJsonFlag = false;
   static override flags = { ...serverFlags };
 
@@ -87,7 +87,6 @@ On first start it creates the signing key and, when no admin token exists, a boo
       await getSigner(db);
       // Keys from before endorsements (or made by a process without the key-encryption key) get theirs now.
       await (await import('../lib/signing-keys/endorsements.js')).endorseKeys(db, context);
-      const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context);
       state = new ServingState(
         db,
         config,
@@ -126,13 +125,21 @@ On first start it creates the signing key and, when no admin token exists, a boo
       const { LicenseClockScheduler, SYSTEM_CLOCK } = await import('../lib/notifications/license-clock-scheduler.js');
       const licenseClock = new LicenseClockScheduler({ database: () => current.db, clock: SYSTEM_CLOCK, windows: () => current.config.settings.notifications.expiringSoonDays, log });
       const app = createApp({ state, log, toolVersion: this.config.version, scheduler, metrics });
-      const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout });
+      const limits = { maxConnections: settings.server.maxConnections, maxPerAddress: settings.server.maxConnectionsPerAddress };
+      const server = await listen(app, { host: settings.server.host, port: settings.server.port, tls, requestTimeout: settings.server.requestTimeout, limits });
       const metricsListener = settings.server.metricsPort === undefined
         ? undefined
-        : await (await import('../http/metrics-listener.js')).listenForMetrics(metrics, { host: settings.server.metricsHost, port: settings.server.metricsPort, log }).catch(async (error: unknown) => {
+        : await (await import('../http/metrics-listener.js')).listenForMetrics(metrics, { host: settings.server.metricsHost, port: settings.server.metricsPort, log, requestTimeout: settings.server.requestTimeout, limits }).catch(async (error: unknown) => {
           await server.shutdown(0);
           throw error;
         });
+      // Only once both listeners listen: a start that fails before it (LISTEN_FAILED) would
+      // leave a token nobody was shown, and the next start would see it and make none.
+      const token = settings.adminToken ? undefined : await bootstrapAdminToken(db, context).catch(async (error: unknown) => {
+        await metricsListener?.close();
+        await server.shutdown(0);
+        throw error;
+      });
       // Handlers first: a supervisor may send SIGTERM the moment it sees the banner.
       const stopped = new Promise<void>((resolve) => {
         const stop = (signal: NodeJS.Signals) => {

@@ -3,7 +3,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
 import { authenticateAdminToken, scopeAllows, type AuthenticatedAdmin, type Scope } from '../lib/admin-tokens.js';
-import type { Settings } from '../lib/config/resolve.js';
 import { LicenseServerError } from '../lib/errors.js';
 import { describe } from '../lib/validate.js';
 import type { Database } from '../lib/storage/types.js';
@@ -25,6 +24,7 @@ import { notificationRoutes } from './routes/notifications.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { metricsRoutes } from './routes/metrics.js';
 import { DaemonMetrics } from './metrics.js';
+import type { Maintenance, RouteDependencies } from './route-dependencies.js';
 
 export interface AppDependencies {
   readonly state: ServingState;
@@ -47,27 +47,6 @@ export interface App {
   /** The daemon's log, for the listener's own lines (the drain at shutdown). */
   readonly log: (entry: Record<string, unknown>) => void;
   readonly metrics: DaemonMetrics;
-}
-
-/** Holds new requests off (503 + Retry-After) while the data is replaced under them. */
-export interface Maintenance {
-  /** Starts refusing new requests, then waits until only `keep` requests remain in flight. */
-  begin(retryAfterSeconds: number, keep: number, timeoutMs: number): Promise<void>;
-  end(): void;
-}
-
-export interface RouteDependencies {
-  readonly db: Database;
-  readonly settings: Settings;
-  readonly clock: () => Date;
-  readonly state: ServingState;
-  readonly maintenance: Maintenance;
-  readonly toolVersion: string;
-  readonly log: (entry: Record<string, unknown>) => void;
-  /** The backup schedule, when the daemon runs one. */
-  readonly scheduler?: { status(): Promise<unknown> };
-  /** Absent only in route tables built without a daemon (the docs tests). */
-  readonly metrics?: DaemonMetrics;
 }
 
 /**

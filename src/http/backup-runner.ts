@@ -4,7 +4,7 @@ import { LicenseServerError } from '../lib/errors.js';
 import type { BackupRecord } from '../lib/backup/repository.js';
 import type { Trigger } from '../lib/backup/archive/manifest.js';
 import type { RestoreReport } from '../lib/backup/restore.js';
-import type { RouteDependencies } from './app.js';
+import type { RouteDependencies } from './route-dependencies.js';
 import type { ServingState } from './serving-state.js';
 
 /**

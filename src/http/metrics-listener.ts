@@ -2,7 +2,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { LicenseServerError } from '../lib/errors.js';
 import { requestIdOf } from './app.js';
+import { limitConnections, type ConnectionLimits } from './connection-limits.js';
 import { METRICS_CONTENT_TYPE, type DaemonMetrics } from './metrics.js';
+import { headersTimeoutMs } from './server.js';
 
 export interface MetricsListener {
   /** Where Prometheus scrapes: `http://host:port/metrics`. */
@@ -14,10 +16,22 @@ export interface MetricsListener {
  * The listener of server.metrics_port: `GET /metrics` and nothing else, without a token, so
  * that it can stay on loopback or a network only Prometheus reaches (docs/metrics.md). Every
  * other path is 404 and every other method 405, in the API's error shape; no route of the
- * API is reachable here.
+ * API is reachable here. Its connections are held to the API listener's limits: headers
+ * within the same time, and server.max_connections and server.max_connections_per_address
+ * counted on their own.
  */
-export async function listenForMetrics(metrics: DaemonMetrics, options: { host: string; port: number; log: (entry: Record<string, unknown>) => void }): Promise<MetricsListener> {
-  const server = createServer({ headersTimeout: 10_000, requestTimeout: 30_000, keepAliveTimeout: 5000 }, (request, response) => {
+export async function listenForMetrics(
+  metrics: DaemonMetrics,
+  options: { host: string; port: number; log: (entry: Record<string, unknown>) => void; requestTimeout: number; limits: ConnectionLimits },
+): Promise<MetricsListener> {
+  const timeouts = {
+    headersTimeout: headersTimeoutMs(options.requestTimeout),
+    requestTimeout: options.requestTimeout * 1000,
+    keepAliveTimeout: 5000,
+    // Node's default looks every 30 s: a headers limit of 10 s would be kept 40 s.
+    connectionsCheckingInterval: 1000,
+  };
+  const server = createServer(timeouts, (request, response) => {
     // The same rule as the API's answers: every answer, errors included, can be matched to a report.
     response.setHeader('X-Request-Id', requestIdOf(request));
     void answer(metrics, request, response).catch((error: unknown) => {
@@ -27,6 +41,7 @@ export async function listenForMetrics(metrics: DaemonMetrics, options: { host: 
     });
   });
   server.on('clientError', (_error, socket) => socket.destroy());
+  limitConnections(server, options.limits, options.log, 'metrics');
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
       reject(new LicenseServerError('LISTEN_FAILED', `cannot listen for metrics on ${options.host}:${options.port}: ${error.code ?? error.message}`)),

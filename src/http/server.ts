@@ -4,6 +4,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { LicenseServerError } from '../lib/errors.js';
 import type { App } from './app.js';
+import { limitConnections, type ConnectionLimits } from './connection-limits.js';
 
 export interface ListenOptions {
   readonly host: string;
@@ -11,6 +12,17 @@ export interface ListenOptions {
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer };
   /** Seconds, as the setting server.request_timeout. */
   readonly requestTimeout: number;
+  /** server.max_connections and server.max_connections_per_address. */
+  readonly limits: ConnectionLimits;
+}
+
+/**
+ * The time a connection has for its request's headers, in ms: Node counts it from the moment
+ * the connection opened (so a connection that sends nothing is closed by it too), or over TLS
+ * from the end of the handshake, which gets as long.
+ */
+export function headersTimeoutMs(requestTimeoutSeconds: number): number {
+  return Math.min(10, requestTimeoutSeconds) * 1000;
 }
 
 export interface RunningServer {
@@ -30,14 +42,28 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
     // A backstop only: the app answers a slow body itself with 408 at requestTimeout, and
     // Node's own timer firing first would cut that answer off.
     requestTimeout: (options.requestTimeout + 5) * 1000,
-    headersTimeout: Math.min(10, options.requestTimeout) * 1000,
+    headersTimeout: headersTimeoutMs(options.requestTimeout),
     keepAliveTimeout: 5000,
     // Node looks for expired requests every 30 s by default: far too late for a 10 s limit.
     connectionsCheckingInterval: 1000,
   };
   const server: Server = options.tls
-    ? createHttpsServer({ ...timeouts, cert: options.tls.cert, key: options.tls.key }, app.handle)
+    ? createHttpsServer({ ...timeouts, handshakeTimeout: timeouts.headersTimeout, cert: options.tls.cert, key: options.tls.key }, app.handle)
     : createHttpServer(timeouts, app.handle);
+  limitConnections(server, options.limits, app.log, 'api');
+  // A handshake that failed or did not finish in time: no HTTP answer can reach that client,
+  // so the connection is closed here, before the clientError below (which https calls next)
+  // would write one into it.
+  server.prependListener('tlsClientError', (_error: Error, socket: Socket) => socket.destroy());
+  // Connections still in their TLS handshake are not HTTP's yet, so closeAllConnections()
+  // misses them, and server.close() would wait for their handshake limit at shutdown.
+  const raw = new Set<Socket>();
+  if (options.tls) {
+    server.on('connection', (socket: Socket) => {
+      raw.add(socket);
+      socket.once('close', () => raw.delete(socket));
+    });
+  }
   // Requests Node refuses still get the API's error shape: those refused before our handler
   // saw them (malformed, headers too large or too slow) as raw bytes, and those it
   // dispatched and then failed in the body (an unusual Transfer-Encoding, a bad chunk)
@@ -61,7 +87,7 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
         pending.end(body);
       } else if (pending.writableEnded && socket.writable) {
         // Its answer (the app's own refusal) is written: let it go out, then close.
-        socket.end();
+        socket.destroySoon();
       } else {
         // An answer half sent, or others queued behind it: nothing can be added safely.
         socket.destroy();
@@ -81,6 +107,9 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
         `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
     );
     app.log({ time: new Date().toISOString(), level: 'info', msg: 'request', request_id: requestId, route: 'unparsed', status: refusal.status, remote: socket.remoteAddress });
+    // Closed once the answer is written, as Node's own refusals are: a client that never
+    // closes its end (a flood does not) would otherwise keep this descriptor for ever.
+    socket.destroySoon();
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) =>
@@ -93,11 +122,11 @@ export async function listen(app: App, options: ListenOptions): Promise<RunningS
   return {
     url: `${options.tls ? 'https' : 'http'}://${host}:${port}`,
     port,
-    shutdown: (graceMs = DEFAULT_GRACE_MS) => shutdown(server, app, graceMs),
+    shutdown: (graceMs = DEFAULT_GRACE_MS) => shutdown(server, app, graceMs, raw),
   };
 }
 
-async function shutdown(server: Server, app: App, graceMs: number): Promise<void> {
+async function shutdown(server: Server, app: App, graceMs: number, raw: ReadonlySet<Socket>): Promise<void> {
   app.stopAccepting();
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   server.closeIdleConnections();
@@ -113,6 +142,7 @@ async function shutdown(server: Server, app: App, graceMs: number): Promise<void
       : { time: new Date().toISOString(), level: 'warn', msg: 'grace period over', requests_cut_off: cutOff, grace_ms: graceMs },
   );
   server.closeAllConnections();
+  for (const socket of raw) socket.destroy();
   await closed;
   app.close();
 }

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { allRoutes, type RouteDependencies } from '../../src/http/app.js';
+import { allRoutes } from '../../src/http/app.js';
+import type { RouteDependencies } from '../../src/http/route-dependencies.js';
 import { documentedRoutes } from '../../scripts/openapi/document.js';
 import { DOCUMENT_URL, renderDocument } from '../../scripts/openapi/make.js';
 

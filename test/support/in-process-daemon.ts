@@ -35,7 +35,8 @@ export async function startInProcessDaemon(databaseUrl: string, clock: () => Dat
   await ensureSigningKey(db, { actor: 'serve', clock });
   const state = new ServingState(db, config, (current) => openDatabase(current.settings.database.url), async () => config);
   const app = createApp({ state, log: () => undefined, clock, toolVersion: 'test' });
-  const server = await listen(app, { host: '127.0.0.1', port: 0, requestTimeout: 30 });
+  const { maxConnections, maxConnectionsPerAddress } = config.settings.server;
+  const server = await listen(app, { host: '127.0.0.1', port: 0, requestTimeout: 30, limits: { maxConnections, maxPerAddress: maxConnectionsPerAddress } });
   return {
     url: server.url,
     db,

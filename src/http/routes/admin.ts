@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { listAuditPage } from '../../lib/audit.js';
 import { createCustomer, listCustomersPage, setCustomerActive, updateCustomer } from '../../lib/customers.js';
 import { createEntitlement, listEntitlementsPage } from '../../lib/licensing/entitlements.js';

@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { BACKUP_ID } from '../../lib/backup/archive/manifest.js';

@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { releaseSeat, validateOnline } from '../../lib/licensing/online-validation.js';
 import { recordUsage } from '../../lib/licensing/usage.js';
 import { expectFields } from '../fields.js';

@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { findSigningKey } from '../../lib/signing-keys/keys.js';
 import { getSigner } from '../../lib/signing-keys/signer.js';

@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { renewLicense, updateLicense, type LicenseUpdate } from '../../lib/licensing/license-changes.js';
 import type { EntitlementGrant } from '../../lib/licensing/licenses.js';

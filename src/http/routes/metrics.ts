@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { METRICS_CONTENT_TYPE } from '../metrics.js';
 import type { Route } from '../router.js';
 

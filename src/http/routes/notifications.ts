@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { checkDeliveryStatus, listDeliveriesPage, redeliver, showDelivery } from '../../lib/notifications/deliveries.js';
 import { expectFields, expectQuery, pageReply, PAGING_QUERY, queryPage } from '../fields.js';
 import type { Route } from '../router.js';

@@ -1,4 +1,4 @@
-import type { RouteDependencies } from '../app.js';
+import type { RouteDependencies } from '../route-dependencies.js';
 import { publicKeyFromPem } from '../../lib/crypto/ed25519-pem.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import type { Endorsement } from '../../lib/crypto/key-endorsement.js';

@@ -31,6 +31,9 @@ export interface Settings {
     readonly requestTimeout: number;
     readonly clientRateLimit: number;
     readonly clientRateBurst: number;
+    /** Connections each listener holds at once, and from one client address (0: no limit). */
+    readonly maxConnections: number;
+    readonly maxConnectionsPerAddress: number;
     /** Seconds a starting daemon waits for a running restore. */
     readonly restoreWait: number;
     /** The listener that serves only GET /metrics, without a token; none when the port is unset. */
@@ -154,6 +157,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       requestTimeout: get('server.request_timeout'),
       clientRateLimit: get('server.client_rate_limit'),
       clientRateBurst: get('server.client_rate_burst'),
+      maxConnections: get('server.max_connections'),
+      maxConnectionsPerAddress: get('server.max_connections_per_address'),
       restoreWait: get('server.restore_wait'),
       metricsHost: get('server.metrics_host'),
       metricsPort: get('server.metrics_port'),
