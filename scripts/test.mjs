@@ -38,7 +38,7 @@ const NODE_LINE = [
   /^test\/cli\//,
   /^test\/scripts\//,
   /^test\/commands\/(version|output-rule|usage-errors|exit-status|messages|readme|offline|license-verify-[\w-]+|store|config|records|lifecycle)\.test\.ts$/,
-  /^test\/http\/(api|daemon|hostile-input|json-in-slices|pipelining|request-id|output-rule|public-keys|lifecycle|log-writer|connections[\w-]*)\.test\.ts$/,
+  /^test\/http\/(api|daemon|hostile-input|json-in-slices|pipelining|request-id|output-rule|public-keys|lifecycle|log-writer|connection-limits)\.test\.ts$/,
 ];
 
 function testFiles(dir = 'test') {
