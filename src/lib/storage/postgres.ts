@@ -2,7 +2,7 @@ import pg from 'pg';
 import { LicenseServerError } from '../errors.js';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { toNumberedPlaceholders } from './placeholders.js';
-import { DEFAULT_POSTGRES_TIMEOUTS, endPostgresPool, newPostgresPool, withDeadline, type PostgresTimeouts } from './postgres-connection.js';
+import { DEFAULT_POSTGRES_TIMEOUTS, endPostgresPool, inTurn, newPostgresPool, withDeadline, type PostgresTimeouts } from './postgres-connection.js';
 import type { PoolStats } from './observer.js';
 import type { Database, Queryable, Row, SqlValue, TransactionOptions } from './types.js';
 
@@ -154,7 +154,7 @@ export class PostgresDatabase implements Database {
   /** One statement, answered within the query timeout (or `deadline` seconds; 0: none) or DATABASE_UNAVAILABLE. */
   private async run(client: pg.PoolClient, sql: string, params: readonly SqlValue[] = [], deadline = this.timeouts.queryTimeout): Promise<pg.QueryResult> {
     try {
-      return await withDeadline(client.query(toNumberedPlaceholders(sql), params.map(toPostgres)), deadline * 1000, () =>
+      return await withDeadline(inTurn(client, () => client.query(toNumberedPlaceholders(sql), params.map(toPostgres))), deadline * 1000, () =>
         this.unavailable(new Error(`query read timeout`), `no answer within ${deadline} s (database.query_timeout)`));
     } catch (error) {
       throw this.translate(error);

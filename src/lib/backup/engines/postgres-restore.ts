@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { redactDatabaseUrl } from '../../config/redact.js';
 import { LicenseServerError } from '../../errors.js';
 import { TABLES } from '../../storage/migrations.js';
-import { newPostgresClient } from '../../storage/postgres-connection.js';
+import { inTurn, newPostgresClient } from '../../storage/postgres-connection.js';
 import { toNumberedPlaceholders } from '../../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../../storage/types.js';
 import { loadDump } from './postgres-load.js';
@@ -63,9 +63,10 @@ export interface PostgresRestore {
  */
 export async function openPostgresRestore(url: string, carry: RevocationCarry, keys: SigningKeyCarry, at: Date): Promise<PostgresRestore> {
   const client = await connect(url, 'license-server restore');
+  // The carries' statements take turns on the one connection, whatever their callers do.
   const tx: Queryable = {
-    query: async <R extends Row>(sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rows as R[],
-    execute: async (sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rowCount ?? 0,
+    query: async <R extends Row>(sql: string, params: readonly SqlValue[] = []) => (await inTurn(client, () => client.query(toNumberedPlaceholders(sql), [...params]))).rows as R[],
+    execute: async (sql: string, params: readonly SqlValue[] = []) => (await inTurn(client, () => client.query(toNumberedPlaceholders(sql), [...params]))).rowCount ?? 0,
   };
   // Without a commit, ending the session rolls the transaction back; an explicit ROLLBACK
   // could wait forever behind a COPY its source stopped feeding.
