@@ -213,7 +213,10 @@ function asBackupError(error: unknown): unknown {
   const code = (error as { code?: string }).code;
   const said = `${code}: ${(error as Error).message.split('\n')[0]}`;
   if (code === '53100') {
-    return new LicenseServerError('DATABASE_DISK_FULL', `the PostgreSQL server ran out of disk space during the load (${said}); nothing was changed`, { cause: error });
+    return new LicenseServerError('DATABASE_DISK_FULL', `the PostgreSQL server ran out of disk space during the load (${said}); nothing was changed`, {
+      cause: error,
+      hint: 'Free space on the PostgreSQL server (its data directory or the database\'s tablespace), then run the command again; the backup itself is fine.',
+    });
   }
   if (code?.startsWith('53')) {
     return new LicenseServerError('DATABASE_UNAVAILABLE', `the PostgreSQL server ran out of resources during the load (${said}); nothing was changed`, { cause: error });
