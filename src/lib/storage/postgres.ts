@@ -30,10 +30,10 @@ const CONNECTION_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
   '57P01', '57P02', '57P03', '57P05', '57014', '25P03', '3D000', '28P01', '28000', '53200', '53300', '53400',
 ]);
+const CONNECTION_CLASSES = ['08'];
 
 /** disk_full: the server could not extend a table, an index or a temporary file. */
 const DISK_FULL = '53100';
-const CONNECTION_CLASSES = ['08'];
 
 /** deadlock_detected and serialization_failure: the transaction was rolled back and may be run again. */
 const RETRYABLE_CODES = new Set(['40P01', '40001']);
