@@ -75,7 +75,7 @@ const operations: Operation[] = [
   // Health
   { method: 'get', path: '/healthz', id: 'getHealth', tag: 'Health', summary: 'The process runs', access: 'public', answers: { 200: json(ref('Status'), '`{"status": "ok"}`') } },
   {
-    method: 'get', path: '/readyz', id: 'getReadiness', tag: 'Health', summary: 'The database answers and holds the signing key', access: 'public',
+    method: 'get', path: '/readyz', id: 'getReadiness', tag: 'Health', summary: 'The database answers, holds the signing key and takes writes', access: 'public',
     answers: { 200: json(ref('Status'), '`{"status": "ready"}`') },
   },
   // The admin page
@@ -190,18 +190,18 @@ const operations: Operation[] = [
     answers: { 200: json(ref('BackupList'), `Newest first, with the schedule and what interrupted runs left; with \`target\`, what that target holds. ${LIST_ORDER}`, ['Link']) },
     errors: [404, 502],
   },
-  { method: 'post', path: '/api/backups', id: 'createBackup', tag: 'Backups', summary: 'Make a backup', access: 'admin', scope: 'backups', body: requests.empty, bodyOptional: true, answers: { 201: json(ref('NewBackup'), 'The backup.') }, errors: [409, 422, 507] },
+  { method: 'post', path: '/api/backups', id: 'createBackup', tag: 'Backups', summary: 'Make a backup', access: 'admin', scope: 'backups', body: requests.empty, bodyOptional: true, answers: { 201: json(ref('NewBackup'), 'The backup.') }, errors: [409, 422] },
   { method: 'get', path: '/api/backups/status', id: 'getBackupStatus', tag: 'Backups', summary: 'Where the newest good backups are, and their age', access: 'admin', scope: 'backups', query: ['max_age', 'place'], answers: { 200: json(ref('BackupStatus'), 'Local storage and each target.') }, errors: [404] },
   {
     method: 'get', path: '/api/backups/{backup_id}/download', id: 'downloadBackup', tag: 'Backups', summary: "A backup's archive", access: 'admin', scope: 'backups',
     answers: { 200: { description: "The archive's bytes, streamed; an unencrypted one only to a token with `admin`.", content: { 'application/octet-stream': { type: 'string', contentMediaType: 'application/octet-stream' } }, headers: ['Content-Disposition'] } },
     errors: [404],
   },
-  { method: 'post', path: '/api/backups/{backup_id}/validate', id: 'validateBackup', tag: 'Backups', summary: 'Validate a backup thoroughly', access: 'admin', scope: 'backups', body: requests.validateBackup, bodyOptional: true, answers: { 200: json(ref('BackupValidation'), 'Every check passed.') }, errors: [404, 409, 422, 502, 507] },
+  { method: 'post', path: '/api/backups/{backup_id}/validate', id: 'validateBackup', tag: 'Backups', summary: 'Validate a backup thoroughly', access: 'admin', scope: 'backups', body: requests.validateBackup, bodyOptional: true, answers: { 200: json(ref('BackupValidation'), 'Every check passed.') }, errors: [404, 409, 422, 502] },
   {
     method: 'post', path: '/api/backups/{backup_id}/restore', id: 'restoreBackup', tag: 'Backups', summary: 'Restore a backup, or preview it', access: 'admin', scope: 'restore', body: requests.restore, bodyOptional: true,
     answers: { 200: json({ oneOf: [ref('RestoreReport'), ref('RestorePreview')] }, 'The report, or with `dry_run` what the restore would do to the signing keys.') },
-    errors: [404, 409, 422, 502, 507],
+    errors: [404, 409, 422, 502],
   },
   { method: 'post', path: '/api/backups/{backup_id}/copy', id: 'copyBackup', tag: 'Backups', summary: 'Copy a backup to off-site targets now', access: 'admin', scope: 'backups', body: requests.copy, bodyOptional: true, answers: { 200: json(ref('BackupCopies'), 'Each copy and its outcome.') }, errors: [404, 409, 502] },
   // Notifications
@@ -250,8 +250,7 @@ const ERRORS: Record<Status, string> = {
   431: 'The request headers are too large: `INVALID_INPUT` (Node refuses it; the connection is closed).',
   500: 'A bug (`INTERNAL`, "internal error"; the details go to the log), or the daemon cannot do it (`FILE_WRITE_FAILED`, `SIGNING_KEK_WRONG`, ...).',
   502: 'An off-site backup target failed: `TARGET_UNAVAILABLE`, `TARGET_AUTH_FAILED`, `BACKUP_COPY_FAILED`.',
-  503: 'Not serving now: `SHUTTING_DOWN`, `RESTORE_IN_PROGRESS` (with `Retry-After`), `DATABASE_UNAVAILABLE`, `DATABASE_REPLACED`, ...',
-  507: 'The PostgreSQL server ran out of disk space loading a backup: `DATABASE_DISK_FULL`.',
+  503: 'Not serving now: `SHUTTING_DOWN`, `RESTORE_IN_PROGRESS` (with `Retry-After`), `DATABASE_UNAVAILABLE`, `DATABASE_DISK_FULL` (no room for a write: nothing was written), `DATABASE_REPLACED`, ...',
 };
 
 const HEADERS: Record<string, Schema> = {

@@ -311,8 +311,8 @@ export const ERROR_TABLE = {
   },
   DATABASE_DISK_FULL: {
     exit: EXIT.unavailable,
-    http: 507,
-    hint: 'Free space on the PostgreSQL server (its data directory or the database\'s tablespace), then run the command again; the backup itself is fine.',
+    http: 503,
+    hint: 'Free space where the database is stored (SQLite: the file system of its file; PostgreSQL: the server\'s data directory or the database\'s tablespace), then try again; nothing was written.',
   },
   DATABASE_REPLACED: {
     exit: EXIT.unavailable,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -236,6 +236,42 @@ describe('backup restore across engines: every table, every column kind, hostile
       assert.deepEqual(await names(file), ['From an old schema']);
     } finally {
       await dropTestDatabase(source);
+    }
+  });
+
+  // Issue 35, item 11: the restore raises backup.restored in a transaction on the restored
+  // store; a rule that matched it read the notification settings with three statements at
+  // once on that transaction's one connection, and pg warned. The CLI runs with the guard of
+  // test/support/pg-overlap.ts, which ends the process on that warning (exit 70).
+  it('a SQLite backup whose rules match backup.restored is restored onto PostgreSQL without a statement sent to a busy connection', async () => {
+    const { createTestDatabase, dropTestDatabase } = await import('../support/postgres.js');
+    const { startReceiver } = await import('../support/receiver.js');
+    const receiver = await startReceiver();
+    const source = path.join(work, 'rules', 'license-server.db');
+    const env = { LICENSE_DATABASE_URL: source, LICENSE_BACKUP_PATH: path.join(work, 'rules-backups') };
+    const target = await createTestDatabase();
+    try {
+      ok(await runCli(['init'], { env, cwd: work }));
+      const settings = path.join(work, 'rules.json');
+      writeFileSync(settings, JSON.stringify({ webhooks: [{ name: 'ops', url: receiver.url, secret: 'restore-overlap-0123456789' }], rules: [{ event: 'backup.*', webhook: 'ops' }, { event: 'backup.restored', email: 'ops@example.com' }] }));
+      ok(await runCli(['notifications', 'set', '--file', settings], { env, cwd: work }));
+      const backup = ok(await runCli(['backup', 'create', '--json'], { env, cwd: work })).json();
+      const toPostgres = { LICENSE_DATABASE_URL: target, LICENSE_BACKUP_PATH: path.join(work, 'rules-target') };
+      const report = ok(await runCli(['backup', 'restore', path.join(work, 'rules-backups', backup.file), '--yes', '--json'], { env: toPostgres, cwd: work })).json();
+      assert.equal(report.moved.to, 'postgres');
+      const events = await (async () => {
+        const client = new pg.Client({ connectionString: target });
+        await client.connect();
+        try {
+          return (await client.query<{ event: string; channel: string }>('SELECT event, channel FROM notification_deliveries ORDER BY channel')).rows;
+        } finally {
+          await client.end();
+        }
+      })();
+      assert.deepEqual(events.filter((row) => row.event === 'backup.restored'), [{ event: 'backup.restored', channel: 'email' }, { event: 'backup.restored', channel: 'webhook' }]);
+    } finally {
+      await receiver.close();
+      await dropTestDatabase(target);
     }
   });
 });

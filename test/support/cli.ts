@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { PG_OVERLAP_MARKER } from './pg-overlap.js';
 
 export const CLI = fileURLToPath(new URL('../../bin/run.js', import.meta.url));
 
@@ -30,7 +31,11 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
     child.on('error', reject);
-    child.on('close', (code) =>
+    child.on('close', (code) => {
+      if (stderr.includes(PG_OVERLAP_MARKER)) {
+        reject(new Error(`license-server ${args.join(' ')} sent a statement to a pg connection still running another (exit ${code}):\n${stderr}`));
+        return;
+      }
       resolve({
         code,
         stdout,
@@ -42,8 +47,8 @@ export function runCli(args: readonly string[], options: { env?: Record<string, 
             throw new Error(`stdout is not JSON (exit ${code}):\n${stdout}\nstderr:\n${stderr}`);
           }
         },
-      }),
-    );
+      });
+    });
     child.stdin.end(options.input ?? '');
   });
 }

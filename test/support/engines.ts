@@ -24,7 +24,10 @@ export function forEachEngine(title: string, body: (fixture: EngineFixture) => v
       before(async function () {
         if (engine === 'postgres') await requirePostgres(this);
       });
-      after(async () => {
+      after(async function () {
+        // DROP DATABASE waits for a checkpoint: 0.35-1.1 s each here with the load average at
+        // 10, and a suite may have made thirty. Bounded per database, not for the whole lot.
+        this.timeout(30_000 + 5_000 * cleanups.length);
         for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
       });
       const fixture: EngineFixture = {

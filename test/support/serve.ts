@@ -6,6 +6,7 @@ import path from 'node:path';
 import { CLI } from './cli.js';
 import { checkAnswer } from './openapi-check.js';
 import { scaledMs } from './busy-machine.js';
+import { PG_OVERLAP_MARKER } from './pg-overlap.js';
 
 export interface ServeProcess {
   readonly url: string;
@@ -58,6 +59,14 @@ export function startServe(env: Record<string, string>, args: string[] = [], onO
   });
   // 'close', not 'exit': by then everything the process wrote has been read.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
+  // Outside any promise a test awaits: mocha fails whichever test is running (pg-overlap.ts).
+  void exited.then((code) => {
+    if (!err.includes(PG_OVERLAP_MARKER)) return;
+    const error = new Error(`serve sent a statement to a pg connection still running another (exit ${code}):\n${err}`);
+    process.nextTick(() => {
+      throw error;
+    });
+  });
   return new Promise((resolve, reject) => {
     const limit = scaledMs(20_000);
     const timer = setTimeout(() => {

@@ -18,15 +18,22 @@ export function healthRoutes(deps: RouteDependencies): Route[] {
       method: 'GET',
       path: '/readyz',
       access: 'public',
-      // Ready = the database answers and holds the signing key, and this daemon can open it as
-      // stored now (sealed by a protect since it started, it may lack the key-encryption key).
+      // Ready = the database answers and holds the signing key, this daemon can open it as
+      // stored now (sealed by a protect since it started, it may lack the key-encryption key),
+      // and it takes writes: after a write refused for want of space, not until a probe write
+      // went through (storage/write-refusals.ts; nothing is written while none was refused).
       handle: async () => {
+        const started = performance.now();
         const key = await answeredWithin(findSigningKey(deps.db), READY_WITHIN_MS);
         if (!key) throw new LicenseServerError('DATABASE_UNAVAILABLE', 'the signing key is not loaded');
         await getSigner(deps.db).catch((error: unknown) => {
           if (!(error instanceof LicenseServerError) || !error.code.startsWith('SIGNING_')) throw error;
           throw new LicenseServerError('DATABASE_UNAVAILABLE', `this daemon cannot sign: ${error.message}`);
         });
+        // The admin routes' writes may go through a pool of their own (PostgreSQL).
+        for (const db of new Set([deps.db, deps.state.adminWrites])) {
+          if (db.checkWrites) await answeredWithin(db.checkWrites(), Math.max(1, READY_WITHIN_MS - (performance.now() - started)));
+        }
         return { json: { status: 'ready' } };
       },
     },

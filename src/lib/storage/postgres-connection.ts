@@ -98,6 +98,24 @@ export function dropPostgresClient(client: pg.Client): void {
   client.connection.stream.destroy();
 }
 
+/** Per connection, the last statement sent on it, answered or not (inTurn). */
+const lastStatement = new WeakMap<pg.ClientBase, Promise<unknown>>();
+
+/**
+ * Sends a statement on `client` (calls `send`) once every statement sent on it before has
+ * been answered or has failed. pg queues a statement sent while another runs, and warns that
+ * this is deprecated (pg 9 will throw); yet the callers of one transaction may ask for
+ * several at once (Promise.all over tx.query), as SQLite's allows. They take turns here. A
+ * statement that is never answered holds up those behind it until its connection is dropped
+ * (each caller's own deadline still runs); they then fail at once on the dead connection.
+ */
+export function inTurn<T>(client: pg.ClientBase, send: () => Promise<T>): Promise<T> {
+  const previous = lastStatement.get(client);
+  const mine = previous ? previous.then(send, send) : send();
+  lastStatement.set(client, mine.catch(ignore));
+  return mine;
+}
+
 /**
  * `work`, or `timedOut()` once `ms` have passed without an answer (0: no limit). The work
  * goes on (its eventual failure is swallowed): the caller drops its connection.

@@ -2,8 +2,9 @@ import pg from 'pg';
 import { LicenseServerError } from '../errors.js';
 import { redactDatabaseUrl } from '../config/redact.js';
 import { toNumberedPlaceholders } from './placeholders.js';
-import { DEFAULT_POSTGRES_TIMEOUTS, endPostgresPool, newPostgresPool, withDeadline, type PostgresTimeouts } from './postgres-connection.js';
+import { DEFAULT_POSTGRES_TIMEOUTS, endPostgresPool, inTurn, newPostgresPool, withDeadline, type PostgresTimeouts } from './postgres-connection.js';
 import type { PoolStats } from './observer.js';
+import { PROBE_BYTES, WriteRefusals } from './write-refusals.js';
 import type { Database, Queryable, Row, SqlValue, TransactionOptions } from './types.js';
 
 // int8 (COUNT, BIGINT columns, identity ids) as a number rather than pg's default string.
@@ -17,13 +18,22 @@ const types = {
  * Error codes that mean the server is gone, refuses us or gave up on the statement, as
  * opposed to a bad statement: class 08 (connection exception), 57P0x and 25P03 (the server
  * shutting down, or the session ended by an administrator or a timeout), 57014 (the
- * statement cancelled: database.statement_timeout), 53300 (too many connections).
+ * statement cancelled: database.statement_timeout), and the server short of a resource
+ * other than disk (class 53, "insufficient resources"): 53200 out of memory, 53300 too many
+ * connections, 53400 a limit of its configuration (temp_file_limit, max_locks_per_transaction
+ * ...). Those pass, or are the operator's to raise; none is a fault of the statement.
+ * 53100 (disk full) is DATABASE_DISK_FULL. Class 54 (program limits: too many columns or
+ * arguments, a statement too complex) is a statement of ours that should not have been
+ * written: it stays a bug (INTERNAL).
  */
 const CONNECTION_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EPIPE',
-  '57P01', '57P02', '57P03', '57P05', '57014', '25P03', '3D000', '28P01', '28000', '53300',
+  '57P01', '57P02', '57P03', '57P05', '57014', '25P03', '3D000', '28P01', '28000', '53200', '53300', '53400',
 ]);
 const CONNECTION_CLASSES = ['08'];
+
+/** disk_full: the server could not extend a table, an index or a temporary file. */
+const DISK_FULL = '53100';
 
 /** deadlock_detected and serialization_failure: the transaction was rolled back and may be run again. */
 const RETRYABLE_CODES = new Set(['40P01', '40001']);
@@ -40,6 +50,8 @@ export class PostgresDatabase implements Database {
   readonly engine = 'postgres' as const;
   readonly location: string;
   private closed: Promise<void> | undefined;
+  /** Writes the server refused for want of space, until a probe finds room (write-refusals.ts). */
+  private readonly writes = new WriteRefusals(() => this.probeWrite());
 
   private constructor(
     url: string,
@@ -61,6 +73,11 @@ export class PostgresDatabase implements Database {
       throw error instanceof LicenseServerError ? error : database.unavailable(error);
     }
     return database;
+  }
+
+  /** Resolves while the server takes writes; DATABASE_DISK_FULL after a write it refused for want of space, until a probe finds room. */
+  checkWrites(): Promise<void> {
+    return this.writes.check();
   }
 
   poolStats(): PoolStats {
@@ -122,6 +139,27 @@ export class PostgresDatabase implements Database {
     });
   }
 
+  /**
+   * PROBE_BYTES into a temporary table, rolled back: the table, and the file PostgreSQL
+   * extends for it, go with the transaction. PostgreSQL puts it in temp_tablespaces, or else
+   * the database's tablespace, where its tables are unless they were moved.
+   */
+  private probeWrite(): Promise<void> {
+    return this.withClient(async (client, drop) => {
+      await this.run(client, 'BEGIN');
+      try {
+        await this.run(client, 'CREATE TEMPORARY TABLE license_server_write_probe (filler text) ON COMMIT DROP');
+        // Rows of 1 KiB stay uncompressed in the table's own pages (TOAST starts at 2 KiB).
+        await this.run(client, `INSERT INTO license_server_write_probe SELECT repeat('x', 1024) FROM generate_series(1, ${PROBE_BYTES / 1024})`);
+      } catch (error) {
+        // As in a transaction: a connection that failed is dropped, and the server rolls back with it.
+        if (!isUnavailable(error)) await this.run(client, 'ROLLBACK').catch(drop);
+        throw error;
+      }
+      await this.run(client, 'ROLLBACK');
+    });
+  }
+
   /** Waits for the statements in flight (at most the connect timeout), then drops what is left. */
   close(): Promise<void> {
     this.closed ??= endPostgresPool(this.pool, Math.max(1, this.timeouts.connectTimeout) * 1000);
@@ -154,16 +192,22 @@ export class PostgresDatabase implements Database {
   /** One statement, answered within the query timeout (or `deadline` seconds; 0: none) or DATABASE_UNAVAILABLE. */
   private async run(client: pg.PoolClient, sql: string, params: readonly SqlValue[] = [], deadline = this.timeouts.queryTimeout): Promise<pg.QueryResult> {
     try {
-      return await withDeadline(client.query(toNumberedPlaceholders(sql), params.map(toPostgres)), deadline * 1000, () =>
+      return await withDeadline(inTurn(client, () => client.query(toNumberedPlaceholders(sql), params.map(toPostgres))), deadline * 1000, () =>
         this.unavailable(new Error(`query read timeout`), `no answer within ${deadline} s (database.query_timeout)`));
     } catch (error) {
-      throw this.translate(error);
+      throw this.writes.note(this.translate(error));
     }
   }
 
   private translate(error: unknown): unknown {
     if (error instanceof LicenseServerError) return error;
     const code = (error as { code?: string }).code;
+    if (code === DISK_FULL) {
+      const said = ((error as Error).message ?? '').split('\n')[0];
+      return new LicenseServerError('DATABASE_DISK_FULL', `the PostgreSQL server ${this.location} has no disk space left for this write (${code}: ${said}); nothing was changed`, {
+        cause: error,
+      });
+    }
     // pg reports a lost or timed-out connection as a plain Error without a code.
     const lost = code === undefined && /timeout|Connection terminated|not queryable|after calling end on the pool/i.test((error as Error).message ?? '');
     if ((code !== undefined && (CONNECTION_CODES.has(code) || CONNECTION_CLASSES.includes(code.slice(0, 2)))) || lost) {
@@ -190,6 +234,9 @@ export function postgresUnavailable(location: string, error: unknown, timeouts: 
     : code === 'ECONNREFUSED' ? 'connection refused'
     : code === '57014' ? `a statement was cancelled (${timeouts.statementTimeoutSetting ?? 'database.statement_timeout'} is ${timeouts.statementTimeout} s)`
     : code === '57P01' || code === '57P02' || code === '57P03' ? 'the server is shutting down, restarting or ended the session'
+    : code === '53200' ? `the server is out of memory (53200: ${message.split('\n')[0]})`
+    : code === '53300' ? `the server has no connection to spare (53300: ${message.split('\n')[0]})`
+    : code === '53400' ? `a limit of the server's configuration was reached (53400: ${message.split('\n')[0]})`
     : /timeout/i.test(message) ? `no connection within ${timeouts.connectTimeout} s (database.connect_timeout)`
     : /Connection terminated|not queryable|ECONNRESET/i.test(message) || code === 'ECONNRESET' ? 'the connection was lost'
     : code ?? 'connection failed';

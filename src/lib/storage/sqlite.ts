@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import { keyIdOf } from '../crypto/key-set.js';
@@ -10,6 +12,7 @@ import { loadSqliteDriver } from './sqlite-driver.js';
 import { isSqliteBusy, type StorageObserver } from './observer.js';
 import { SqliteReader, type SqliteReaderOptions } from './sqlite-reader.js';
 import type { Database, Queryable, Row, SqlValue } from './types.js';
+import { PROBE_BYTES, WriteRefusals } from './write-refusals.js';
 
 type Statement = BetterSqlite3.Statement<unknown[], Row>;
 
@@ -68,6 +71,11 @@ export class SqliteDatabase implements Database {
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.observed(this.live().transaction(fn));
+  }
+
+  /** Resolves while the file system takes writes; DATABASE_DISK_FULL after a write refused for want of space, until a probe finds room. */
+  checkWrites(): Promise<void> {
+    return this.live().writes.check();
   }
 
   /** Tells the observer of a lock wait that ran out; the caller still gets the error. */
@@ -141,6 +149,10 @@ class OffloadedReads implements Database {
     return this.primary.execute(sql, params);
   }
 
+  checkWrites(): Promise<void> {
+    return this.primary.checkWrites();
+  }
+
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.primary.transaction(fn);
   }
@@ -168,6 +180,8 @@ class SharedConnection {
   private readonly statements = new Map<string, Statement>();
 
   private replaced: LicenseServerError | undefined;
+  /** Writes refused for want of space, until a probe beside the file finds room. */
+  readonly writes: WriteRefusals;
 
   constructor(
     readonly file: string,
@@ -178,6 +192,7 @@ class SharedConnection {
       query: async <R extends Row>(sql: string, params?: readonly SqlValue[]) => this.all(sql, params) as R[],
       execute: async (sql: string, params?: readonly SqlValue[]) => this.run(sql, params),
     };
+    this.writes = new WriteRefusals(() => probeRoomBeside(file));
   }
 
   /**
@@ -276,13 +291,22 @@ class SharedConnection {
   all(sql: string, params: readonly SqlValue[] = []): Row[] {
     const statement = this.prepare(sql);
     const bound = params.map(toSqlite);
-    return translateErrors(() => (statement.reader ? statement.all(...bound) : (statement.run(...bound), [])));
+    return this.noted(() => (statement.reader ? statement.all(...bound) : (statement.run(...bound), [])));
   }
 
   run(sql: string, params: readonly SqlValue[] = []): number {
     const statement = this.prepare(sql);
     const bound = params.map(toSqlite);
-    return translateErrors(() => (statement.reader ? (statement.all(...bound), 0) : statement.run(...bound).changes));
+    return this.noted(() => (statement.reader ? (statement.all(...bound), 0) : statement.run(...bound).changes));
+  }
+
+  /** translateErrors, remembering a write refused for want of space (write-refusals.ts). */
+  private noted<T>(work: () => T): T {
+    try {
+      return translateErrors(work);
+    } catch (error) {
+      throw this.writes.note(error);
+    }
   }
 
   private prepare(sql: string): Statement {
@@ -292,6 +316,25 @@ class SharedConnection {
       this.statements.set(sql, statement);
     }
     return statement;
+  }
+}
+
+/**
+ * PROBE_BYTES written to a file beside the database and removed: where SQLite's writes go
+ * (the database, its WAL and journal share the directory's file system). Random bytes, which
+ * a compressing or deduplicating file system must store as they are.
+ */
+async function probeRoomBeside(file: string): Promise<void> {
+  const probe = `${file}.write-probe`;
+  try {
+    await writeFile(probe, randomBytes(PROBE_BYTES), { mode: 0o600 });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = `${describeFsError(error)}, writing ${probe}`;
+    if (code === 'ENOSPC' || code === 'EDQUOT') throw new LicenseServerError('DATABASE_DISK_FULL', `the file system of the SQLite database ${file} has no room (${reason})`, { cause: error });
+    throw new LicenseServerError('DATABASE_UNAVAILABLE', `the SQLite database ${file} cannot be written beside (${reason})`, { cause: error });
+  } finally {
+    await rm(probe, { force: true }).catch(() => undefined);
   }
 }
 
@@ -378,7 +421,12 @@ function translateErrors<T>(work: () => T): T {
         cause: error,
       });
     }
-    if (code === 'SQLITE_READONLY' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_IOERR' || code === 'SQLITE_FULL') {
+    if (code === 'SQLITE_FULL') {
+      throw new LicenseServerError('DATABASE_DISK_FULL', `the file system of the SQLite database has no room for this write (${describeFsError(error)}); nothing was changed`, {
+        cause: error,
+      });
+    }
+    if (code === 'SQLITE_READONLY' || code === 'SQLITE_CANTOPEN' || code === 'SQLITE_IOERR') {
       throw new LicenseServerError('DATABASE_UNAVAILABLE', `the SQLite database cannot be written: ${(error as Error).message}`, {
         cause: error,
       });

@@ -37,6 +37,12 @@ export interface Database extends Queryable {
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
+  /**
+   * Resolves while the store takes writes, as far as this process knows; after a write it
+   * refused for want of space, DATABASE_DISK_FULL until a probe write finds room again
+   * (write-refusals.ts). For /readyz; nothing is written while no write has failed.
+   */
+  checkWrites?(): Promise<void>;
   /** PostgreSQL: its pool's connections now, for the daemon's metrics; engines without a pool have none. */
   poolStats?(): PoolStats;
 }

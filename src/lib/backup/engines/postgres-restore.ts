@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { redactDatabaseUrl } from '../../config/redact.js';
 import { LicenseServerError } from '../../errors.js';
 import { TABLES } from '../../storage/migrations.js';
-import { newPostgresClient } from '../../storage/postgres-connection.js';
+import { inTurn, newPostgresClient } from '../../storage/postgres-connection.js';
 import { toNumberedPlaceholders } from '../../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../../storage/types.js';
 import { loadDump } from './postgres-load.js';
@@ -63,9 +63,10 @@ export interface PostgresRestore {
  */
 export async function openPostgresRestore(url: string, carry: RevocationCarry, keys: SigningKeyCarry, at: Date): Promise<PostgresRestore> {
   const client = await connect(url, 'license-server restore');
+  // The carries' statements take turns on the one connection, whatever their callers do.
   const tx: Queryable = {
-    query: async <R extends Row>(sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rows as R[],
-    execute: async (sql: string, params: readonly SqlValue[] = []) => (await client.query(toNumberedPlaceholders(sql), [...params])).rowCount ?? 0,
+    query: async <R extends Row>(sql: string, params: readonly SqlValue[] = []) => (await inTurn(client, () => client.query(toNumberedPlaceholders(sql), [...params]))).rows as R[],
+    execute: async (sql: string, params: readonly SqlValue[] = []) => (await inTurn(client, () => client.query(toNumberedPlaceholders(sql), [...params]))).rowCount ?? 0,
   };
   // Without a commit, ending the session rolls the transaction back; an explicit ROLLBACK
   // could wait forever behind a COPY its source stopped feeding.
@@ -217,7 +218,10 @@ function asBackupError(error: unknown): unknown {
   const code = (error as { code?: string }).code;
   const said = `${code}: ${(error as Error).message.split('\n')[0]}`;
   if (code === '53100') {
-    return new LicenseServerError('DATABASE_DISK_FULL', `the PostgreSQL server ran out of disk space during the load (${said}); nothing was changed`, { cause: error });
+    return new LicenseServerError('DATABASE_DISK_FULL', `the PostgreSQL server ran out of disk space during the load (${said}); nothing was changed`, {
+      cause: error,
+      hint: 'Free space on the PostgreSQL server (its data directory or the database\'s tablespace), then run the command again; the backup itself is fine.',
+    });
   }
   if (code?.startsWith('53')) {
     return new LicenseServerError('DATABASE_UNAVAILABLE', `the PostgreSQL server ran out of resources during the load (${said}); nothing was changed`, { cause: error });

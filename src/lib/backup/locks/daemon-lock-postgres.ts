@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { redactDatabaseUrl } from '../../config/redact.js';
 import { LicenseServerError } from '../../errors.js';
 import { postgresUnavailable } from '../../storage/postgres.js';
-import { DEFAULT_POSTGRES_TIMEOUTS, dropPostgresClient, endPostgresClient, newPostgresClient, withDeadline } from '../../storage/postgres-connection.js';
+import { DEFAULT_POSTGRES_TIMEOUTS, dropPostgresClient, endPostgresClient, inTurn, newPostgresClient, withDeadline } from '../../storage/postgres-connection.js';
 import { DAEMON_APPLICATION_NAME, databaseInUse, sleep, waitFor, type DaemonLock, type DaemonLockOptions } from './daemon-lock.js';
 
 // Arbitrary but fixed, and different from the backup and migration locks.
@@ -207,9 +207,12 @@ export function describeSession(row: { readonly pid: number; readonly addr: stri
   return owner ? `${owner[1]}: process ${owner[2]} on ${owner[3]}, ${from}` : `${row.app || 'a session'}, ${from}`;
 }
 
-/** A statement on a lock's connection, answered within `ms`, or the connection is dropped (its 'end' follows). */
+/**
+ * A statement on a lock's connection, answered within `ms`, or the connection is dropped (its
+ * 'end' follows). In turn: the check every CHECK_MS may be running when a restore asks.
+ */
 function ask<R extends pg.QueryResultRow>(client: pg.Client, ms: number, sql: string, params: unknown[] = []): Promise<pg.QueryResult<R>> {
-  return withDeadline(client.query<R>(sql, params), ms, () => {
+  return withDeadline(inTurn(client, () => client.query<R>(sql, params)), ms, () => {
     dropPostgresClient(client);
     return new Error(`no answer within ${ms / 1000} s`);
   });
