@@ -330,6 +330,37 @@ export class Deliverer {
   }
 
   /**
+   * Where deliveries stand now, for those of `ids` this process did not attempt itself (a
+   * daemon claimed them first): `inFlight` while another process holds a live claim on one;
+   * otherwise its status, attempts, last error and next attempt as recorded. An id no longer
+   * in the outbox is left out.
+   */
+  async standing(ids: readonly string[]): Promise<Array<DeliveryOutcome & { readonly inFlight: boolean }>> {
+    if (ids.length === 0) return [];
+    const at = this.now().getTime();
+    const rows = await this.options.database().query(
+      `SELECT id, event, channel, target, status, attempts, last_error, last_status, next_attempt_at, claimed_by, claimed_until FROM notification_deliveries WHERE id IN (${ids.map(() => '?').join(', ')})`,
+      [...ids],
+    );
+    return rows.map((row) => {
+      const status = String(row.status) as DeliveryOutcome['status'];
+      const claimed = row.claimed_by !== null && row.claimed_by !== undefined && row.claimed_until !== null && new Date(asIso(row.claimed_until)).getTime() > at;
+      return {
+        id: String(row.id),
+        event: String(row.event),
+        channel: row.channel === 'email' ? 'email' : 'webhook',
+        target: String(row.target),
+        status,
+        attempts: Number(row.attempts),
+        inFlight: status === 'pending' && claimed,
+        ...(row.last_error === null || row.last_error === undefined ? {} : { error: String(row.last_error) }),
+        ...(status === 'pending' ? { next_attempt_at: asIso(row.next_attempt_at) } : {}),
+        ...(row.last_status === null || row.last_status === undefined ? {} : { http_status: Number(row.last_status) }),
+      };
+    });
+  }
+
+  /**
    * Releases claims that processes of this host which no longer run still hold (a daemon
    * that was SIGKILLed mid-attempt), so that its restart does not wait for their leases.
    */
