@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import type { Database, Row } from '../storage/types.js';
+import type { Database, Queryable, Row } from '../storage/types.js';
 import { asBool, asIso } from '../storage/values.js';
 import { attemptWebhook, type WebhookAttempt } from './notifier.js';
 import type { Resolver } from './address.js';
@@ -121,6 +121,8 @@ export class Deliverer {
   private again = false;
   private stopped = false;
   private lastPrune = 0;
+  /** Attempts ended and waiting to be recorded together (record()). */
+  private recording: Array<{ readonly delivery: Claimed; readonly outcome: Attempted; readonly at: Date; readonly verdict: Verdict; done(error?: unknown): void }> = [];
 
   constructor(private readonly options: DelivererOptions) {
     this.owner = options.owner ?? `${hostname()}:${process.pid}`;
@@ -152,7 +154,8 @@ export class Deliverer {
         const ids = options.ids?.filter((id) => !done.has(id) && !inFlight.has(id));
         if (ids === undefined || ids.length > 0) claimed = await this.claim(ids, free);
       }
-      const targets = claimed.length > 0 ? await this.readTargets(claimed) : undefined;
+      // A failed read fails each attempt of the batch, recorded and retried like any other.
+      const targets = claimed.length > 0 ? await this.readTargets(claimed).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) : undefined;
       for (const delivery of claimed) {
         inFlight.set(delivery.id, this.attempt(delivery, targets!, options.deadline).then((outcome) => {
           done.add(outcome.id);
@@ -174,13 +177,14 @@ export class Deliverer {
     const at = this.now();
     const filter = ids === undefined ? '' : ` AND id IN (${ids.map(() => '?').join(', ')})`;
     const lock = db.engine === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
-    // The daemon asks every 2 s, nearly always in vain: a read answers that, where a claim would
-    // take the write lock (SQLite) each time.
-    if (ids === undefined) {
-      const due = await db.query(`SELECT id FROM notification_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1`, [at.toISOString()]);
+    // The daemon asks every 2 s, nearly always in vain: on SQLite a read answers that, where a
+    // claim would take the write lock each time. (On PostgreSQL a claim that finds nothing
+    // writes nothing: the read would only add a round trip.)
+    if (ids === undefined && db.engine === 'sqlite') {
+      const due = await db.query(`SELECT id FROM notification_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?) LIMIT 1`, [at.toISOString(), at.toISOString()]);
       if (due.length === 0) return [];
     }
-    const rows = await db.transaction((tx) =>
+    const rows = await oneStatement(db, (tx) =>
       tx.query(
         `UPDATE notification_deliveries SET claimed_by = ?, claimed_until = ?
          WHERE id IN (SELECT id FROM notification_deliveries
@@ -208,10 +212,11 @@ export class Deliverer {
     };
   }
 
-  private async attempt(delivery: Claimed, targets: Targets, deadline: number | undefined): Promise<DeliveryOutcome> {
+  private async attempt(delivery: Claimed, targets: Targets | Error, deadline: number | undefined): Promise<DeliveryOutcome> {
     const timeoutMs = Math.max(500, Math.min(this.options.webhookTimeoutMs ?? 5000, deadline === undefined ? Infinity : deadline - Date.now()));
     let outcome: Attempted;
     try {
+      if (targets instanceof Error) throw targets;
       outcome = delivery.channel === 'webhook' ? await this.sendWebhook(delivery, targets.webhooks.get(delivery.target), timeoutMs) : await this.sendEmail(delivery, targets.templates);
     } catch (error) {
       outcome = { delivered: false, permanent: false, error: error instanceof Error ? error.message : String(error) };
@@ -251,8 +256,6 @@ export class Deliverer {
     }
   }
 
-  private recording: Array<{ readonly delivery: Claimed; readonly outcome: Attempted; readonly at: Date; readonly verdict: Verdict; done(error?: unknown): void }> = [];
-
   /**
    * Records an attempt, fenced by the claim: a claim lost to another process records nothing.
    * The attempts that end in one turn of the event loop are recorded together, in one
@@ -271,8 +274,9 @@ export class Deliverer {
 
   private async flushRecords(): Promise<void> {
     const batch = this.recording.splice(0);
+    const db = this.options.database();
     try {
-      await this.options.database().transaction(async (tx) => {
+      await (batch.length === 1 ? oneStatement : (on: Database, work: (tx: Queryable) => Promise<void>) => on.transaction(work))(db, async (tx) => {
         for (const { delivery, outcome, at, verdict: { status, next, error } } of batch) {
           await tx.execute(
             `UPDATE notification_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status = ?, last_error = ?, delivered_at = ?,
@@ -462,6 +466,15 @@ export class Deliverer {
     this.timer = undefined;
     if (this.running) await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
   }
+}
+
+/**
+ * Runs one writing statement. On PostgreSQL it is a transaction by itself: one round trip,
+ * where BEGIN and COMMIT would make three. On SQLite transaction() takes the write lock at
+ * once and shares its commit with the other writers' (group commit).
+ */
+function oneStatement<T>(db: Database, work: (q: Queryable) => Promise<T>): Promise<T> {
+  return db.engine === 'postgres' ? work(db) : db.transaction(work);
 }
 
 function isAlive(pid: number): boolean {
