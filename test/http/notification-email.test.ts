@@ -6,6 +6,7 @@ import { openDatabase } from '../../src/lib/storage/open.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 import { eventually } from '../support/fake-clock.js';
+import { startScriptedSmtp } from '../support/scripted-smtp.js';
 import { startSmtpServer, type SmtpTestServer } from '../support/smtp-server.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 
@@ -119,5 +120,43 @@ forEachEngine('email notifications through the outbox', (fixture) => {
     const refused = (await outbox()).filter((row) => !seen.has(row.id));
     assert.deepEqual(refused.map((row) => row.attempts), [1, 1], 'a 5xx is not retried');
     assert.match(refused[0]!.last_error!, /^SMTP 550\b/);
+  });
+
+  it('retries an email whose relay first answered a garbage greeting, and delivers it once', async function () {
+    this.timeout(60_000);
+    // A real peer in front of the SMTP server: the first connection is greeted with garbage,
+    // every later one is passed through to the server.
+    const relay = await startScriptedSmtp((n) => (n === 1 ? { greeting: '\u0016\u0003\u0001 garbage, not SMTP' } : 'forward'), `127.0.0.1:${smtp.port}`);
+    const own = { ...env, LICENSE_DATABASE_URL: await fixture.freshUrl(), LICENSE_DATA_DIR: path.join(work, 'garbage'), LICENSE_NOTIFICATIONS_SMTP_PORT: String(relay.port) };
+    let daemon: ServeProcess | undefined;
+    try {
+      ok(await runCli(['init'], { env: own, cwd: work }));
+      writeFileSync(path.join(work, 'ops.json'), JSON.stringify({ rules: [{ event: 'license.created', email: 'ops@acme.test' }] }));
+      ok(await runCli(['notifications', 'set', '--file', path.join(work, 'ops.json')], { env: own, cwd: work }));
+      daemon = await startServe(own);
+      const customer = (await api(daemon.url, 'POST', '/api/customers', { token: daemon.token!, body: { name: 'Garbage Greeting' } })).body;
+      await api(daemon.url, 'POST', '/api/licenses', { token: daemon.token!, body: { customer_id: customer.id, type: 'time_based', valid_until: '2099-01-01' } });
+      const rows = async () => {
+        const db = await openDatabase(own.LICENSE_DATABASE_URL);
+        try {
+          return await db.query<{ id: string; status: string; attempts: number }>("SELECT id, status, attempts FROM notification_deliveries WHERE channel = 'email'");
+        } finally {
+          await db.close();
+        }
+      };
+      await eventually(async () => (await rows()).some((row) => row.status !== 'pending'), 'the email was delivered or given up', 30_000);
+      const [row] = await rows();
+      assert.deepEqual([row!.status, row!.attempts], ['delivered', 2], 'the garbage greeting cost one attempt, and was retried');
+      const mails = smtp.received.filter((mail) => String(mail.parsed.headers.get('x-license-server-delivery')) === row!.id);
+      assert.equal(mails.length, 1, 'delivered exactly once');
+      assert.match(mails[0]!.parsed.text ?? '', /Garbage Greeting/);
+      assert.equal(relay.connections(), 2);
+      const attemptLog = daemon.stderr().split('\n').filter((line) => line.includes('"notification attempt failed"'));
+      assert.equal(attemptLog.length, 1, daemon.stderr());
+      assert.match(attemptLog[0]!, /EPROTOCOL talking to 127\.0\.0\.1:\d+: Invalid greeting/);
+    } finally {
+      await daemon?.stop('SIGKILL');
+      await relay.close();
+    }
   });
 });

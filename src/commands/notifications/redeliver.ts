@@ -2,7 +2,7 @@ import * as Args from '@oclif/core/args';
 import { BaseCommand } from '../../cli/base-command.js';
 import { deliverNow } from '../../cli/deliver-now.js';
 import { deliveryTarget } from '../../cli/delivery-output.js';
-import type { DeliveryOutcome } from '../../lib/notifications/deliverer.js';
+import type { Settled } from '../../cli/deliver-now.js';
 import type { Delivery } from '../../lib/notifications/deliveries.js';
 import { escapeInvisible } from '../../lib/validate.js';
 
@@ -16,7 +16,7 @@ It becomes pending with a fresh retry window, and this command makes one attempt
     const { redeliver, showDelivery } = await import('../../lib/notifications/deliveries.js');
     const { delivery, outcome } = await this.withDatabase(async (db, config) => {
       const pending = await redeliver(db, this.args.id, this.operationContext());
-      let attempted: DeliveryOutcome | undefined;
+      let attempted: Settled | undefined;
       try {
         [attempted] = await deliverNow(db, config, [pending.id]);
       } catch (error) {
@@ -30,11 +30,12 @@ It becomes pending with a fresh retry window, and this command makes one attempt
   }
 }
 
-function describeOutcome(delivery: Delivery, outcome: DeliveryOutcome | undefined): string {
+function describeOutcome(delivery: Delivery, outcome: Settled | undefined): string {
   const what = `redelivered ${delivery.id}: ${delivery.event} to ${deliveryTarget(delivery)}`;
   const error = delivery.last_error === null ? '' : ` (${escapeInvisible(delivery.last_error)})`;
   if (delivery.status === 'delivered') return `${what} delivered (attempt ${delivery.attempts})`;
   if (delivery.status === 'failed') return `${what} failed and will not be retried${error}`;
   if (outcome === undefined) return `${what} is pending; it was left for \`serve\` or the next command`;
+  if (outcome.inFlight) return `${what} is pending: another process is sending it and had no answer yet; \`serve\` retries it if that attempt fails`;
   return `${what} is pending${error}; it will be retried from ${delivery.next_attempt_at} by \`serve\` or the next command`;
 }

@@ -7,7 +7,7 @@ import type { NotificationSettings } from '../../lib/notifications/settings.js';
 
 export default class NotificationsSet extends BaseCommand<typeof NotificationsSet> {
   static override description = `Replace all notification settings with those of a YAML or JSON file (docs/notifications.md).
-A webhook without a secret gets a random one, printed once; a secret of [redacted] (as show prints it) keeps the stored one, and so do URL parts shown as *** (password, query).
+A webhook without a secret gets a random one, printed once; a secret of [redacted] (as show prints it) keeps the stored one, and so do URL parts shown as *** (password, query); any other secret is stored as given, and shown by nothing but show --reveal-secrets.
 A URL naming a link-local address (169.254.0.0/16, fe80::/10) is refused unless notifications.allow_link_local is set.`;
   static override examples = ['<%= config.bin %> notifications show > notifications.yaml && $EDITOR notifications.yaml && <%= config.bin %> notifications set --file notifications.yaml'];
   static override flags = { file: Flags.string({ description: 'The settings file.', required: true }) };

@@ -1,10 +1,10 @@
 import { hostname } from 'node:os';
-import type { Database, Row } from '../storage/types.js';
-import { asIso } from '../storage/values.js';
+import type { Database, Queryable, Row } from '../storage/types.js';
+import { asBool, asIso } from '../storage/values.js';
 import { attemptWebhook, type WebhookAttempt } from './notifier.js';
 import type { Resolver } from './address.js';
 import { renderEmail } from './templates.js';
-import { readNotificationSettings } from './settings.js';
+import type { EmailTemplate, Webhook } from './settings.js';
 
 /** The retry schedule (notifications.retry_first_delay, retry_max_delay, give_up_after). */
 export interface RetrySchedule {
@@ -90,6 +90,19 @@ interface Claimed {
   readonly retry_from: string;
 }
 
+/** What an attempt comes to: its status, its next attempt when pending, its error as stored. */
+interface Verdict {
+  readonly status: DeliveryOutcome['status'];
+  readonly next: string | undefined;
+  readonly error: string | null;
+}
+
+/** What the deliveries of one claimed batch go to. */
+interface Targets {
+  readonly webhooks: ReadonlyMap<string, Webhook>;
+  readonly templates: readonly EmailTemplate[];
+}
+
 /** Attempts in flight at once, per process. */
 const CONCURRENCY = 16;
 
@@ -108,6 +121,8 @@ export class Deliverer {
   private again = false;
   private stopped = false;
   private lastPrune = 0;
+  /** Attempts ended and waiting to be recorded together (record()). */
+  private recording: Array<{ readonly delivery: Claimed; readonly outcome: Attempted; readonly at: Date; readonly verdict: Verdict; done(error?: unknown): void }> = [];
 
   constructor(private readonly options: DelivererOptions) {
     this.owner = options.owner ?? `${hostname()}:${process.pid}`;
@@ -139,8 +154,10 @@ export class Deliverer {
         const ids = options.ids?.filter((id) => !done.has(id) && !inFlight.has(id));
         if (ids === undefined || ids.length > 0) claimed = await this.claim(ids, free);
       }
+      // A failed read fails each attempt of the batch, recorded and retried like any other.
+      const targets = claimed.length > 0 ? await this.readTargets(claimed).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error)))) : undefined;
       for (const delivery of claimed) {
-        inFlight.set(delivery.id, this.attempt(delivery, options.deadline).then((outcome) => {
+        inFlight.set(delivery.id, this.attempt(delivery, targets!, options.deadline).then((outcome) => {
           done.add(outcome.id);
           outcomes.push(outcome);
         }).finally(() => inFlight.delete(delivery.id)));
@@ -160,13 +177,14 @@ export class Deliverer {
     const at = this.now();
     const filter = ids === undefined ? '' : ` AND id IN (${ids.map(() => '?').join(', ')})`;
     const lock = db.engine === 'postgres' ? ' FOR UPDATE SKIP LOCKED' : '';
-    // The daemon asks every 2 s, nearly always in vain: a read answers that, where a claim would
-    // take the write lock (SQLite) each time.
-    if (ids === undefined) {
-      const due = await db.query(`SELECT id FROM notification_deliveries WHERE status = 'pending' AND next_attempt_at <= ? LIMIT 1`, [at.toISOString()]);
+    // The daemon asks every 2 s, nearly always in vain: on SQLite a read answers that, where a
+    // claim would take the write lock each time. (On PostgreSQL a claim that finds nothing
+    // writes nothing: the read would only add a round trip.)
+    if (ids === undefined && db.engine === 'sqlite') {
+      const due = await db.query(`SELECT id FROM notification_deliveries WHERE status = 'pending' AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until < ?) LIMIT 1`, [at.toISOString(), at.toISOString()]);
       if (due.length === 0) return [];
     }
-    const rows = await db.transaction((tx) =>
+    const rows = await oneStatement(db, (tx) =>
       tx.query(
         `UPDATE notification_deliveries SET claimed_by = ?, claimed_until = ?
          WHERE id IN (SELECT id FROM notification_deliveries
@@ -179,11 +197,27 @@ export class Deliverer {
     return rows.map(toClaimed);
   }
 
-  private async attempt(delivery: Claimed, deadline: number | undefined): Promise<DeliveryOutcome> {
+  /**
+   * The webhooks and email templates a claimed batch needs, read once for the batch rather
+   * than once per delivery: as configured now, at the claim.
+   */
+  private async readTargets(claimed: readonly Claimed[]): Promise<Targets> {
+    const db = this.options.database();
+    const names = [...new Set(claimed.filter((delivery) => delivery.channel === 'webhook').map((delivery) => delivery.target))];
+    const hooks = names.length === 0 ? [] : await db.query(`SELECT name, url, secret, enabled FROM notification_webhooks WHERE name IN (${names.map(() => '?').join(', ')})`, names);
+    const templates = claimed.some((delivery) => delivery.channel === 'email') ? await db.query('SELECT event, subject, body FROM notification_email_templates ORDER BY event') : [];
+    return {
+      webhooks: new Map(hooks.map((row) => [String(row.name), { name: String(row.name), url: String(row.url), secret: String(row.secret), enabled: asBool(row.enabled) }])),
+      templates: templates.map((row) => ({ event: String(row.event), subject: String(row.subject), body: String(row.body) })),
+    };
+  }
+
+  private async attempt(delivery: Claimed, targets: Targets | Error, deadline: number | undefined): Promise<DeliveryOutcome> {
     const timeoutMs = Math.max(500, Math.min(this.options.webhookTimeoutMs ?? 5000, deadline === undefined ? Infinity : deadline - Date.now()));
     let outcome: Attempted;
     try {
-      outcome = delivery.channel === 'webhook' ? await this.sendWebhook(delivery, timeoutMs) : await this.sendEmail(delivery);
+      if (targets instanceof Error) throw targets;
+      outcome = delivery.channel === 'webhook' ? await this.sendWebhook(delivery, targets.webhooks.get(delivery.target), timeoutMs) : await this.sendEmail(delivery, targets.templates);
     } catch (error) {
       outcome = { delivered: false, permanent: false, error: error instanceof Error ? error.message : String(error) };
     }
@@ -194,9 +228,7 @@ export class Deliverer {
     return JSON.stringify({ id: delivery.event_id, event: delivery.event, occurred_at: delivery.occurred_at, server: this.options.server(), data: JSON.parse(delivery.data) });
   }
 
-  private async sendWebhook(delivery: Claimed, timeoutMs: number): Promise<Attempted> {
-    const settings = await readNotificationSettings(this.options.database());
-    const hook = settings.webhooks.find((candidate) => candidate.name === delivery.target);
+  private async sendWebhook(delivery: Claimed, hook: Webhook | undefined, timeoutMs: number): Promise<Attempted> {
     if (!hook) return { delivered: false, permanent: true, error: `webhook ${JSON.stringify(delivery.target)} is no longer defined` };
     if (!hook.enabled) return { delivered: false, permanent: true, error: `webhook ${JSON.stringify(delivery.target)} is disabled` };
     const result: WebhookAttempt = await attemptWebhook(hook, { id: delivery.id, event: delivery.event, body: this.payload(delivery) }, {
@@ -210,12 +242,11 @@ export class Deliverer {
     return { delivered: false, permanent: result.code === 'WEBHOOK_ADDRESS_REFUSED', ...(status === undefined ? {} : { status }), ...(error ? { error } : {}), detail };
   }
 
-  private async sendEmail(delivery: Claimed): Promise<Attempted> {
+  private async sendEmail(delivery: Claimed, templates: readonly EmailTemplate[]): Promise<Attempted> {
     const send = this.options.email();
     if (!send) return { delivered: false, permanent: false, error: 'no SMTP server is configured (notifications.smtp.host)' };
-    const settings = await readNotificationSettings(this.options.database());
     const event = { id: delivery.event_id, event: delivery.event, occurred_at: delivery.occurred_at, server: this.options.server(), data: JSON.parse(delivery.data) as Record<string, unknown> };
-    const { subject, text } = renderEmail(settings.email_templates, event);
+    const { subject, text } = renderEmail(templates, event);
     try {
       await send({ deliveryId: delivery.id, to: delivery.target, subject, text });
       return { delivered: true, permanent: false };
@@ -225,10 +256,44 @@ export class Deliverer {
     }
   }
 
-  /** Records an attempt, fenced by the claim: a claim lost to another process records nothing. */
+  /**
+   * Records an attempt, fenced by the claim: a claim lost to another process records nothing.
+   * The attempts that end in one turn of the event loop are recorded together, in one
+   * transaction: with many deliveries in flight, one commit each would cost the database
+   * more than the deliveries themselves.
+   */
   private async record(delivery: Claimed, outcome: Attempted): Promise<DeliveryOutcome> {
-    const db = this.options.database();
     const at = this.now();
+    const verdict = this.verdict(delivery, outcome, at);
+    await new Promise<void>((resolve, reject) => {
+      if (this.recording.length === 0) setImmediate(() => void this.flushRecords());
+      this.recording.push({ delivery, outcome, at, verdict, done: (error) => (error === undefined ? resolve() : reject(error)) });
+    });
+    return this.recorded(delivery, outcome, verdict);
+  }
+
+  private async flushRecords(): Promise<void> {
+    const batch = this.recording.splice(0);
+    const db = this.options.database();
+    try {
+      await (batch.length === 1 ? oneStatement : (on: Database, work: (tx: Queryable) => Promise<void>) => on.transaction(work))(db, async (tx) => {
+        for (const { delivery, outcome, at, verdict: { status, next, error } } of batch) {
+          await tx.execute(
+            `UPDATE notification_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status = ?, last_error = ?, delivered_at = ?,
+               next_attempt_at = ?, claimed_by = NULL, claimed_until = NULL
+             WHERE id = ? AND claimed_by = ?`,
+            [status, delivery.attempts + 1, at.toISOString(), outcome.status ?? null, outcome.delivered ? null : error, outcome.delivered ? at.toISOString() : null, next ?? at.toISOString(), delivery.id, this.owner],
+          );
+        }
+      });
+      for (const item of batch) item.done();
+    } catch (error) {
+      for (const item of batch) item.done(error);
+    }
+  }
+
+  /** An attempt's consequence: delivered, pending with its next attempt, or failed for good. */
+  private verdict(delivery: Claimed, outcome: Attempted, at: Date): Verdict {
     const attempts = delivery.attempts + 1;
     const schedule = this.options.retry();
     const giveUpAt = new Date(delivery.retry_from).getTime() + schedule.giveUpHours * 3_600_000;
@@ -241,13 +306,12 @@ export class Deliverer {
       // The last attempt falls on the give-up time itself rather than past it.
       next = new Date(Math.min(at.getTime() + retryDelayMs(schedule, attempts), giveUpAt)).toISOString();
     }
-    const error = outcome.error === undefined ? null : outcome.error.slice(0, 500);
-    await db.execute(
-      `UPDATE notification_deliveries SET status = ?, attempts = ?, last_attempt_at = ?, last_status = ?, last_error = ?, delivered_at = ?,
-         next_attempt_at = ?, claimed_by = NULL, claimed_until = NULL
-       WHERE id = ? AND claimed_by = ?`,
-      [status, attempts, at.toISOString(), outcome.status ?? null, outcome.delivered ? null : error, outcome.delivered ? at.toISOString() : null, next ?? at.toISOString(), delivery.id, this.owner],
-    );
+    return { status, next, error: outcome.error === undefined ? null : outcome.error.slice(0, 500) };
+  }
+
+  /** Logs a recorded attempt and says what it came to. */
+  private recorded(delivery: Claimed, outcome: Attempted, { status, next, error }: Verdict): DeliveryOutcome {
+    const attempts = delivery.attempts + 1;
     const about = { delivery: delivery.id, event: delivery.event, channel: delivery.channel, ...(delivery.channel === 'webhook' ? { webhook: delivery.target } : {}), attempt: attempts };
     if (status === 'delivered') this.options.log({ level: 'info', msg: 'notification delivered', ...about, ...(outcome.status === undefined ? {} : { status: outcome.status }) });
     else {
@@ -267,6 +331,37 @@ export class Deliverer {
       ...(outcome.status === undefined ? {} : { http_status: outcome.status }),
       ...(outcome.detail?.code ? { code: outcome.detail.code } : {}),
     };
+  }
+
+  /**
+   * Where deliveries stand now, for those of `ids` this process did not attempt itself (a
+   * daemon claimed them first): `inFlight` while another process holds a live claim on one;
+   * otherwise its status, attempts, last error and next attempt as recorded. An id no longer
+   * in the outbox is left out.
+   */
+  async standing(ids: readonly string[]): Promise<Array<DeliveryOutcome & { readonly inFlight: boolean }>> {
+    if (ids.length === 0) return [];
+    const at = this.now().getTime();
+    const rows = await this.options.database().query(
+      `SELECT id, event, channel, target, status, attempts, last_error, last_status, next_attempt_at, claimed_by, claimed_until FROM notification_deliveries WHERE id IN (${ids.map(() => '?').join(', ')})`,
+      [...ids],
+    );
+    return rows.map((row) => {
+      const status = String(row.status) as DeliveryOutcome['status'];
+      const claimed = row.claimed_by !== null && row.claimed_by !== undefined && row.claimed_until !== null && new Date(asIso(row.claimed_until)).getTime() > at;
+      return {
+        id: String(row.id),
+        event: String(row.event),
+        channel: row.channel === 'email' ? 'email' : 'webhook',
+        target: String(row.target),
+        status,
+        attempts: Number(row.attempts),
+        inFlight: status === 'pending' && claimed,
+        ...(row.last_error === null || row.last_error === undefined ? {} : { error: String(row.last_error) }),
+        ...(status === 'pending' ? { next_attempt_at: asIso(row.next_attempt_at) } : {}),
+        ...(row.last_status === null || row.last_status === undefined ? {} : { http_status: Number(row.last_status) }),
+      };
+    });
   }
 
   /**
@@ -325,13 +420,20 @@ export class Deliverer {
     };
     this.timer = setTimeout(tick, 0);
     this.timer.unref();
+    let woken = false;
     this.wakeTick = () => {
       if (this.stopped) return;
       if (this.running) this.again = true;
-      else if (this.timer) {
+      else if (this.timer && !woken) {
+        // A moment's wait: the transaction that raised the delivery commits after it was
+        // announced. Later wakes join this one rather than push it back, so that a steady
+        // stream of events is sent as it comes, in batches, not after the stream stops.
         clearTimeout(this.timer);
-        // A moment's wait: the transaction that raised the delivery commits after it was announced.
-        this.timer = setTimeout(tick, 20);
+        woken = true;
+        this.timer = setTimeout(() => {
+          woken = false;
+          tick();
+        }, 20);
         this.timer.unref();
       }
     };
@@ -364,6 +466,15 @@ export class Deliverer {
     this.timer = undefined;
     if (this.running) await Promise.race([this.running, new Promise((resolve) => setTimeout(resolve, timeoutMs).unref())]);
   }
+}
+
+/**
+ * Runs one writing statement. On PostgreSQL it is a transaction by itself: one round trip,
+ * where BEGIN and COMMIT would make three. On SQLite transaction() takes the write lock at
+ * once and shares its commit with the other writers' (group commit).
+ */
+function oneStatement<T>(db: Database, work: (q: Queryable) => Promise<T>): Promise<T> {
+  return db.engine === 'postgres' ? work(db) : db.transaction(work);
 }
 
 function isAlive(pid: number): boolean {

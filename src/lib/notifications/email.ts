@@ -151,43 +151,52 @@ interface NodemailerError extends Error {
   readonly timeoutType?: string;
 }
 
-// Codes of failures on the way to the server: another attempt may well get through.
-const TRANSIENT = new Set(['ETIMEDOUT', 'ESOCKET', 'ECONNECTION', 'EDNS', 'ETLS', 'EPROXY']);
-
+/**
+ * A failure as one safe line, and whether it is final. Only the relay's own refusal is: a
+ * 5yz reply (RFC 5321 4.2.1), a refused recipient or login among them. Everything else may go
+ * through on another attempt, whatever nodemailer named it (a garbage greeting is EPROTOCOL,
+ * a reply without a code EENVELOPE or EMESSAGE, a broken handshake ETLS), so the decision
+ * rests on the reply code, never on a list of error names that the next version extends.
+ */
 function classify(thrown: unknown, smtp: SmtpSettings, secrets: readonly string[]): EmailSendError {
   if (thrown instanceof EmailSendError) return thrown;
   const error = (thrown ?? {}) as NodemailerError;
+  const responseCode = typeof error.responseCode === 'number' ? error.responseCode : undefined;
+  const refused = responseCode !== undefined && responseCode >= 500 && responseCode <= 599;
+  if (error.code === 'ETLS' && error.command === 'STARTTLS' && error.response !== undefined) {
+    // With requireTLS nodemailer sends STARTTLS whether or not it was offered, and stops at
+    // the refusal: nothing, not even AUTH, goes out in the clear. The relay may be fixed, so
+    // this refusal is retried, whatever its code.
+    return new EmailSendError(`STARTTLS is required but ${smtp.host}:${smtp.port} does not offer it (${logSafe(error.response, secrets)})`, false, responseCode);
+  }
+  return new EmailSendError(describeFailure(error, smtp, secrets), refused, responseCode);
+}
+
+function describeFailure(error: NodemailerError, smtp: SmtpSettings, secrets: readonly string[]): string {
   const where = `${smtp.host}:${smtp.port}`;
   const safe = (text: string) => logSafe(text, secrets);
   const code = error.code;
-  const responseCode = typeof error.responseCode === 'number' ? error.responseCode : undefined;
-
-  if (code === 'ETLS' && error.command === 'STARTTLS') {
-    // With requireTLS nodemailer sends STARTTLS whether or not it was offered, and stops at
-    // the refusal: nothing, not even AUTH, goes out in the clear. The relay may be fixed.
-    return new EmailSendError(`STARTTLS is required but ${where} does not offer it (${safe(error.response ?? '')})`, false, responseCode);
-  }
-  if (responseCode !== undefined && responseCode >= 400) {
-    return new EmailSendError(`SMTP ${safe(error.response ?? String(responseCode))}`, responseCode >= 500, responseCode);
-  }
+  const responseCode = error.responseCode;
+  if (responseCode !== undefined && responseCode >= 400 && responseCode <= 599) return `SMTP ${safe(error.response ?? String(responseCode))}`;
   if (code === 'ETIMEDOUT') {
     const what = {
       CONNECT_TIMEOUT: `timed out connecting to ${where}`,
       GREETING_TIMEOUT: `timed out waiting for ${where} to greet`,
       UPGRADE_TIMEOUT: `timed out in the TLS handshake with ${where}`,
     }[error.timeoutType ?? ''];
-    return new EmailSendError(what ?? `timed out waiting for ${where} to answer`, false);
+    return what ?? `timed out waiting for ${where} to answer`;
   }
-  if (error.originalCode && /^E[A-Z]+$/.test(error.originalCode) && code !== 'ETLS') {
-    // A system error such as ECONNREFUSED or ECONNRESET: its code says it all.
-    return new EmailSendError(`${error.originalCode} connecting to ${where}`, false);
-  }
+  // A system error such as ECONNREFUSED or ECONNRESET: its code says it all.
+  if (error.originalCode && /^E[A-Z]+$/.test(error.originalCode) && code !== 'ETLS') return `${error.originalCode} connecting to ${where}`;
   if (code === 'ETLS' || (error.originalCode && /CERT|TLS|SSL/.test(error.originalCode))) {
     // Node's own TLS reasons ("self-signed certificate", "Hostname/IP does not match") carry no secret.
-    const reason = safe(error.message.replace(/^Error initiating TLS - /, '')).replace(/: \d{3} .*$/, '');
-    return new EmailSendError(`TLS with ${where} failed: ${reason}`, false);
+    // OpenSSL's own errors come as "...:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:file:line:": its reason is enough.
+    const reason = String(error.message).replace(/^Error initiating TLS - /, '').replace(/^.*:error:[0-9A-F]+:[^:]+:[^:]*:([^:]+):.*$/s, '$1');
+    return `TLS with ${where} failed: ${safe(reason).replace(/: \d{3} .*$/, '')}`;
   }
-  if (code && TRANSIENT.has(code)) return new EmailSendError(`${code} talking to ${where}: ${safe(error.message)}`, false);
-  if (code === 'EAUTH' || code === 'ENOAUTH') return new EmailSendError(`SMTP authentication failed: ${safe(error.message)}`, true);
-  return new EmailSendError(`${code ?? 'error'}: ${safe(error instanceof Error ? error.message : String(thrown))}`, code !== undefined);
+  // nodemailer appends the reply to a message that may quote it already ("response=X: X").
+  let text = String(error.message ?? error);
+  if (error.response && text.endsWith(`: ${error.response}`) && text.slice(0, -error.response.length - 2).includes(error.response)) text = text.slice(0, -error.response.length - 2);
+  if (code === 'EAUTH' || code === 'ENOAUTH') return `SMTP authentication failed: ${safe(text)}`;
+  return `${code ?? 'error'} talking to ${where}: ${safe(text)}`;
 }

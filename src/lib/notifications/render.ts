@@ -4,13 +4,20 @@ import type { NotificationEvent } from './notifier.js';
  * `{{name}}` placeholders filled from the event: `event`, `occurred_at`, `server`, and every
  * field of its data (`{{backup_id}}`, `{{error}}`, ...). Unknown names become empty. The
  * result is plain text: values are inserted as they are, never interpreted.
+ *
+ * `{{name|one|other}}` is a count with its noun: the value, a space, and `one` when the value
+ * is 1, `other` otherwise (`{{days_left|day|days}}`: `1 day`, `7 days`); empty like any
+ * placeholder when the event has no such value.
  */
 export function renderTemplate(template: string, event: NotificationEvent): string {
   const fields: Record<string, unknown> = { event: event.event, occurred_at: event.occurred_at, server: event.server, ...event.data };
-  return template.replace(/\{\{\s*([A-Za-z0-9_.]+)\s*\}\}/g, (_, name: string) => {
+  return template.replace(/\{\{\s*([A-Za-z0-9_.]+)\s*(?:\|([^|{}]*)\|([^|{}]*))?\}\}/g, (_, name: string, one: string | undefined, other: string | undefined) => {
     const value = fields[name];
     if (value === undefined || value === null) return '';
-    return typeof value === 'object' ? JSON.stringify(value) : String(value);
+    const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+    if (one === undefined || other === undefined) return text;
+    const isOne = (typeof value === 'number' || typeof value === 'string') && Number(value) === 1;
+    return `${text} ${(isOne ? one : other).trim()}`;
   });
 }
 

@@ -60,11 +60,11 @@ export interface NotificationSettings {
 }
 
 export async function readNotificationSettings(db: Queryable): Promise<NotificationSettings> {
-  const [webhooks, rules, templates] = await Promise.all([
-    db.query('SELECT id, name, url, secret, enabled FROM notification_webhooks ORDER BY name'),
-    db.query('SELECT r.event, r.email_to, r.enabled, w.name AS webhook FROM notification_alert_rules r LEFT JOIN notification_webhooks w ON w.id = r.webhook_id'),
-    db.query('SELECT event, subject, body FROM notification_email_templates ORDER BY event'),
-  ]);
+  // One after another: `db` may be a transaction's one PostgreSQL client, which must not be
+  // handed a query while it runs another.
+  const webhooks = await db.query('SELECT id, name, url, secret, enabled FROM notification_webhooks ORDER BY name');
+  const rules = await db.query('SELECT r.event, r.email_to, r.enabled, w.name AS webhook FROM notification_alert_rules r LEFT JOIN notification_webhooks w ON w.id = r.webhook_id');
+  const templates = await db.query('SELECT event, subject, body FROM notification_email_templates ORDER BY event');
   return {
     webhooks: webhooks.map((row) => ({ name: String(row.name), url: String(row.url), secret: String(row.secret), enabled: asBool(row.enabled) })),
     // Sorted here, by code point: rules saved together share one created_at, their ids are
@@ -162,8 +162,20 @@ function compareRules(a: AlertRule, b: AlertRule): number {
 
 /** Whether an enabled alert rule selects `event`: what decides if anything is sent for it. */
 export async function hasEnabledRuleFor(db: Queryable, event: string): Promise<boolean> {
-  const rows = await db.query('SELECT event, enabled FROM notification_alert_rules');
-  return rows.some((row) => asBool(row.enabled) && eventMatches(String(row.event), event));
+  const patterns = patternsSelecting(event);
+  const rows = await db.query(`SELECT 1 AS found FROM notification_alert_rules WHERE enabled = ? AND event IN (${patterns.map(() => '?').join(', ')}) LIMIT 1`, [true, ...patterns]);
+  return rows.length > 0;
+}
+
+/**
+ * Every rule pattern that selects `event` (eventMatches): the event itself, `*`, and each
+ * `prefix.*` before one of its dots. A rule's pattern is one of these exactly when it
+ * matches, so a query can find the rules by equality.
+ */
+export function patternsSelecting(event: string): string[] {
+  const patterns = [event, '*'];
+  for (let dot = event.indexOf('.'); dot !== -1; dot = event.indexOf('.', dot + 1)) patterns.push(`${event.slice(0, dot + 1)}*`);
+  return patterns;
 }
 
 export function eventMatches(pattern: string, event: string): boolean {

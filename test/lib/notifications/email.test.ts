@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EmailSendError, oneLineSubject, sendEmail, type EmailMessage } from '../../../src/lib/notifications/email.js';
 import { startBlackHole } from '../../support/black-hole.js';
+import { startScriptedSmtp, type SmtpScript } from '../../support/scripted-smtp.js';
 import { startSmtpServer, type SmtpTestServer } from '../../support/smtp-server.js';
 
 const message = (more: Partial<EmailMessage> = {}): EmailMessage => ({
@@ -227,4 +228,55 @@ describe('email over SMTP (a real server on loopback)', function () {
       await plain.close();
     }
   });
+});
+
+/**
+ * Whether a failure is retried is decided by the relay's reply code alone: a 5xx reply is a
+ * refusal, and everything else (a 4xx, no reply, a reply without a code, a broken connection
+ * or handshake) may go through next time, whatever name nodemailer gives the error.
+ */
+describe('email failures: permanent only for a 5xx reply (a scripted relay on loopback)', function () {
+  this.timeout(30_000);
+  const garbage = 'Wh@t is th1s \u00ff\u00fe not SMTP';
+  const cases: Array<{ title: string; script: SmtpScript; permanent: boolean; code?: number; auth?: boolean; tls?: 'starttls'; message?: RegExp }> = [
+    { title: 'a garbage greeting (EPROTOCOL)', script: { greeting: garbage }, permanent: false, message: /^EPROTOCOL talking to 127\.0\.0\.1:\d+: Invalid greeting\. response=Wh@t is th1s ÿþ not SMTP$/ },
+    { title: 'a greeting with a 2xx code that is no greeting (EPROTOCOL)', script: { greeting: '250 hello?' }, permanent: false, code: 250 },
+    { title: 'a greeting with a code outside SMTP (EPROTOCOL)', script: { greeting: '999 what' }, permanent: false, code: 999 },
+    { title: 'a 421 greeting', script: { greeting: '421 4.3.2 Service not available' }, permanent: false, code: 421 },
+    { title: 'a reset before the greeting (ECONNRESET)', script: { greeting: 'reset' }, permanent: false },
+    { title: 'a close after the greeting (ECONNECTION)', script: { ehlo: 'close' }, permanent: false },
+    { title: 'no answer to EHLO (ETIMEDOUT)', script: { ehlo: 'silent' }, permanent: false },
+    { title: 'a MAIL FROM answer without a code (EENVELOPE)', script: { mail: garbage }, permanent: false },
+    { title: 'a 451 to MAIL FROM (EENVELOPE)', script: { mail: '451 4.3.0 try again later' }, permanent: false, code: 451 },
+    { title: 'a 450 to RCPT TO (EENVELOPE)', script: { rcpt: '450 4.2.0 mailbox busy' }, permanent: false, code: 450 },
+    { title: 'a DATA answer without a code (EENVELOPE)', script: { data: garbage }, permanent: false },
+    { title: 'an answer without a code after the message (EMESSAGE)', script: { message: garbage }, permanent: false },
+    { title: 'a reset after the message (ECONNRESET)', script: { message: 'reset' }, permanent: false },
+    { title: 'an AUTH answer without a code (EAUTH)', script: { ehlo: '250-relay.test\r\n250 AUTH PLAIN LOGIN', auth: garbage }, permanent: false, auth: true },
+    { title: 'a STARTTLS accepted, then no TLS handshake (ETLS)', script: { ehlo: '250-relay.test\r\n250 STARTTLS' }, permanent: false, tls: 'starttls', message: /^TLS with 127\.0\.0\.1:\d+ failed: wrong version number$/ },
+    { title: 'a 554 greeting', script: { greeting: '554 5.3.2 No SMTP service here' }, permanent: true, code: 554 },
+    { title: 'a 553 to MAIL FROM (EENVELOPE)', script: { mail: '553 5.1.8 sender address rejected' }, permanent: true, code: 553 },
+    { title: 'a 550 to RCPT TO (EENVELOPE)', script: { rcpt: '550 5.1.1 mailbox unavailable' }, permanent: true, code: 550 },
+    { title: 'a 554 to DATA (EENVELOPE)', script: { data: '554 5.5.1 no valid recipients' }, permanent: true, code: 554 },
+    { title: 'a 552 after the message (EMESSAGE)', script: { message: '552 5.3.4 message too big' }, permanent: true, code: 552 },
+    { title: 'a 535 to AUTH (EAUTH)', script: { ehlo: '250-relay.test\r\n250 AUTH PLAIN LOGIN', auth: '535 5.7.8 credentials invalid' }, permanent: true, code: 535, auth: true },
+  ];
+  for (const { title, script, permanent, code, auth, tls, message: message_ } of cases) {
+    it(`${permanent ? 'gives up at once on' : 'retries'} ${title}`, async () => {
+      const relay = await startScriptedSmtp(() => script);
+      try {
+        const password = 'relay-Pa55word-never-shown';
+        const settings = relay.settings({ connectTimeoutSeconds: 1, ...(auth ? { user: 'mailer', password } : {}), ...(tls ? { tls } : {}) });
+        const error = await sendError(sendEmail(settings, message()));
+        assert.equal(error.permanent, permanent, `${error.message} (${JSON.stringify(error)})`);
+        assert.equal(error.responseCode, code, error.message);
+        assert.equal(relay.accepted(), 0);
+        if (message_ !== undefined) assert.match(error.message, message_);
+        assert.doesNotMatch(error.message, /[\r\n]/);
+        assert.ok(!error.message.includes(password) && !error.message.includes(Buffer.from(password).toString('base64')), error.message);
+      } finally {
+        await relay.close();
+      }
+    });
+  }
 });
