@@ -47,17 +47,21 @@ export interface CopyFigures {
 /** "Near" the machine limit: 90 % of max_machines or more. */
 export const NEAR_LIMIT = 0.9;
 
+/**
+ * One statement after the other, never several at once: on PostgreSQL the read takes one
+ * connection of the admin pool, not both (storage/admin-databases.ts). It runs in the
+ * background (store-figures-cache.ts), so its own latency does not matter.
+ */
 export async function readStoreFigures(db: Database, options: { at: Date; targets: readonly string[] }): Promise<StoreFigures> {
   const { at } = options;
-  const [seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, signingKey] = await Promise.all([
-    countSeatsInUse(db, at),
-    countMachines(db),
-    countNearLimit(db, at),
-    backupFigures(db),
-    copyFigures(db, options.targets),
-    deliveryFigures(db),
-    findSigningKey(db).then((key) => key && { ageSeconds: Math.max(0, (at.getTime() - Date.parse(key.created_at)) / 1000), sealed: key.sealed }),
-  ]);
+  const seatsInUse = await countSeatsInUse(db, at);
+  const machines = await countMachines(db);
+  const licensesNearMachineLimit = await countNearLimit(db, at);
+  const backups = await backupFigures(db);
+  const copies = await copyFigures(db, options.targets);
+  const deliveries = await deliveryFigures(db);
+  const key = await findSigningKey(db);
+  const signingKey = key && { ageSeconds: Math.max(0, (at.getTime() - Date.parse(key.created_at)) / 1000), sealed: key.sealed };
   return { seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, signingKey };
 }
 
@@ -101,23 +105,23 @@ async function backupFigures(db: Database): Promise<Record<Trigger, BackupFigure
   const trigger = db.engine === 'postgres' ? `details->>'trigger'` : `json_extract(details, '$.trigger')`;
   const newest = (action: string, value: Trigger) =>
     db.query(`SELECT entity_id, occurred_at, details FROM audit_log WHERE action = ? AND ${trigger} = ? ORDER BY occurred_at DESC, id DESC LIMIT 1`, [action, value]);
-  const entries = await Promise.all(
-    TRIGGERS.map(async (value) => {
-      const [created, failed] = await Promise.all([newest('backup.created', value), newest('backup.failed', value)]);
-      const success = created[0];
-      const finished = success ? Date.parse(asIso(success.occurred_at)) / 1000 : undefined;
-      const started = success ? startOfBackup(String(success.entity_id)) ?? finished : undefined;
-      const details = success ? asJson(success.details) : {};
-      const figures: BackupFigures = {
-        lastSuccess: started,
-        lastFailure: failed[0] ? Date.parse(asIso(failed[0].occurred_at)) / 1000 : undefined,
-        // A backup adopted after a kill (details.recovered) was audited long after it was made.
-        lastDurationSeconds: finished !== undefined && started !== undefined && details.recovered !== true ? Math.max(0, finished - started) : undefined,
-        lastSizeBytes: typeof details.size === 'number' ? details.size : undefined,
-      };
-      return [value, figures] as const;
-    }),
-  );
+  const entries: Array<readonly [Trigger, BackupFigures]> = [];
+  for (const value of TRIGGERS) {
+    const created = await newest('backup.created', value);
+    const failed = await newest('backup.failed', value);
+    const success = created[0];
+    const finished = success ? Date.parse(asIso(success.occurred_at)) / 1000 : undefined;
+    const started = success ? startOfBackup(String(success.entity_id)) ?? finished : undefined;
+    const details = success ? asJson(success.details) : {};
+    const figures: BackupFigures = {
+      lastSuccess: started,
+      lastFailure: failed[0] ? Date.parse(asIso(failed[0].occurred_at)) / 1000 : undefined,
+      // A backup adopted after a kill (details.recovered) was audited long after it was made.
+      lastDurationSeconds: finished !== undefined && started !== undefined && details.recovered !== true ? Math.max(0, finished - started) : undefined,
+      lastSizeBytes: typeof details.size === 'number' ? details.size : undefined,
+    };
+    entries.push([value, figures]);
+  }
   return Object.fromEntries(entries) as Record<Trigger, BackupFigures>;
 }
 
