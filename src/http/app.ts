@@ -80,7 +80,7 @@ export function createApp(deps: AppDependencies): App {
   const { state } = deps;
   const metrics = deps.metrics ?? new DaemonMetrics({ clock });
   metrics.watch({
-    database: () => state.adminReads,
+    database: () => state.figureReads,
     pools: () => (state.adminReads === state.db ? [['daemon', state.db] as const] : [['daemon', state.db] as const, ['admin', state.adminReads] as const]),
     targets: () => state.config.settings.backup.targets.map((target) => target.name),
     refreshSeconds: () => state.config.settings.server.metricsStoreRefresh,

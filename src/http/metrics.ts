@@ -65,7 +65,7 @@ export interface RequestMetrics {
 
 /** Where the store's figures come from (read in the background, store-figures-cache.ts), and the configuration shown. */
 export interface StoreSource {
-  /** The database admin reads use (storage/admin-databases.ts): reading the figures never stalls a client. */
+  /** The database the figures are read from (storage/admin-databases.ts): never the clients'. */
   database(): Database;
   /** The pools of this process by name (`daemon`, `admin`); a database without a pool is left out. */
   pools(): ReadonlyArray<readonly [string, Database]>;
