@@ -132,14 +132,17 @@ try {
 
 async function atSize() {
   const engine = store.engine;
-  // The first background read starts with the daemon.
+  // The first background read starts with the daemon (a daemon from before issue 35 read at each scrape, and gave up after 2 s).
   let first;
+  // Polled at the scrape interval, as Prometheus would: faster polling would pile reads up on an old daemon.
+  const until = Date.now() + 120_000;
   for (;;) {
     first = (await scrape()).text;
-    if (valueOf(first, 'license_server_store_up') === 1) break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    if (valueOf(first, 'license_server_store_up') === 1 || Date.now() > until) break;
+    await new Promise((resolve) => setTimeout(resolve, scrapeEvery));
   }
-  progress(`first read of the store's figures: ${valueOf(first, 'license_server_store_read_duration_seconds').toFixed(2)} s`);
+  const seconds2 = (value) => (value === undefined ? 'n/a' : `${value.toFixed(2)} s`);
+  progress(`first read of the store's figures: ${seconds2(valueOf(first, 'license_server_store_read_duration_seconds'))} (store_up ${valueOf(first, 'license_server_store_up')})`);
   const requests = store.sample.licenseKeys.map((key, i) => ({
     method: 'POST',
     path: '/api/v1/validate',
@@ -148,9 +151,18 @@ async function atSize() {
   }));
   await load(requests, 0, Math.min(seconds, 10)); // warm-up
 
+  // The daemon's own CPU over 50 scrapes (process_cpu_seconds_total, read by the first and the last).
   const idle = [];
-  for (let i = 0; i < 50; i += 1) idle.push((await scrape()).ms);
+  let cpuBefore;
+  let cpuAfter;
+  for (let i = 0; i < 51; i += 1) {
+    const { ms, text } = await scrape();
+    if (i === 0) cpuBefore = valueOf(text, 'process_cpu_seconds_total');
+    else idle.push(ms);
+    if (i === 50) cpuAfter = valueOf(text, 'process_cpu_seconds_total');
+  }
   idle.sort((x, y) => x - y);
+  const cpuPerScrape = ((cpuAfter - cpuBefore) * 1000) / 50;
 
   const a = [];
   const b = [];
@@ -170,11 +182,15 @@ async function atSize() {
   const age = valueOf(last, 'license_server_store_figures_age_seconds');
   const seats = valueOf(last, 'license_server_store_seats_in_use');
   const interval = Number(refresh ?? 30);
-  const spacing = Math.max(interval, 19 * readSeconds);
+  const spacing = Math.max(interval, 19 * (readSeconds ?? 0));
 
   console.log(`engine: ${engine}; store ${size} (${store.counts.machines.toLocaleString('en')} machines, ${store.counts.licenses.toLocaleString('en')} licenses); ${connections} connections, ${seconds} s per phase, ${rounds} rounds`);
-  console.log(`background read of the store's figures: ${readSeconds.toFixed(2)} s (the last; the first took ${valueOf(first, 'license_server_store_read_duration_seconds').toFixed(2)} s), then a wait of ${spacing.toFixed(0)} s: ${((100 * readSeconds) / (readSeconds + spacing)).toFixed(1)} % of the time; figures ${age.toFixed(0)} s old at the end; seats in use ${seats}`);
-  console.log(`scrape, idle (50): median ${quantile(idle, 0.5).toFixed(1)} ms, p95 ${quantile(idle, 0.95).toFixed(1)} ms, max ${idle.at(-1).toFixed(1)} ms`);
+  console.log(
+    readSeconds === undefined
+      ? `no background read (store_up ${valueOf(last, 'license_server_store_up')} at the end; seats in use ${seats})`
+      : `background read of the store's figures: ${readSeconds.toFixed(2)} s (the last; the first took ${seconds2(valueOf(first, 'license_server_store_read_duration_seconds'))}), then a wait of ${spacing.toFixed(0)} s: ${((100 * readSeconds) / (readSeconds + spacing)).toFixed(1)} % of the time; figures ${age.toFixed(0)} s old at the end; store_up ${valueOf(last, 'license_server_store_up')}; seats in use ${seats}`,
+  );
+  console.log(`scrape, idle (50): median ${quantile(idle, 0.5).toFixed(1)} ms, p95 ${quantile(idle, 0.95).toFixed(1)} ms, max ${idle.at(-1).toFixed(1)} ms; the daemon's CPU per scrape ${cpuPerScrape.toFixed(1)} ms (${((100 * cpuPerScrape) / scrapeEvery).toFixed(2)} % of a core at one scrape per ${scrapeEvery} ms)`);
   console.log(`scrape, under load (${during.length}): median ${quantile(during, 0.5).toFixed(1)} ms, max ${during.at(-1).toFixed(1)} ms`);
   console.log(`validations/s without scraping (A): ${a.map((run) => run.rps.toFixed(0)).join(', ')} (p99 ${a.map((run) => run.p99).join(', ')} ms)`);
   console.log(`validations/s with a scrape every ${scrapeEvery} ms (B): ${b.map((run) => run.rps.toFixed(0)).join(', ')} (p99 ${b.map((run) => run.p99).join(', ')} ms)`);
