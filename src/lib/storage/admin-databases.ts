@@ -54,6 +54,9 @@ export async function openAdminDatabases(primary: Database, settings: AdminDatab
     admin = primary.withOffloadedReads({ timeoutMs: timeoutSeconds * 1000, nice: READER_NICE });
     // No timeout: it only reads, on a thread nobody waits for; its age is a metric of its own.
     figures = primary.withOffloadedReads({ timeoutMs: 0, nice: FIGURES_NICE });
+    // Its thread and connection now, before the daemon says it listens, not at the first read
+    // just after: the threads and descriptors a daemon holds are settled once it serves.
+    await figures.query('SELECT 1');
   } else {
     const { PostgresDatabase } = await import('./postgres.js');
     admin = await PostgresDatabase.open(settings.url, {
