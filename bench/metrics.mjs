@@ -1,14 +1,26 @@
 #!/usr/bin/env node
-// GET /metrics after a real load, and what scraping costs (issue 27 item 1):
+// GET /metrics after a real load, and what scraping costs (issue 27 item 1, issue 35 item 29):
 //
 //   npm run build && node bench/metrics.mjs [--seconds 5] [--connections 20] [--database-url postgres://.../empty-db]
+//   npm run build && node bench/metrics.mjs --size L [--postgres postgres://postgres@127.0.0.1:5432/postgres]
+//     [--store-dir DIR] [--seconds 20] [--rounds 3] [--scrape-every 5000] [--refresh SECONDS]
 //
-// A real `license-server serve` (SQLite unless --database-url) with its metrics listener
-// (server.metrics_port) gets: validations of several licenses, valid and refused (machine
-// limit, revoked, deactivated machine, not found, not yet valid, invalid input), checkouts,
-// usage reports, a backup. Then it prints every metric name with its number of series, and how
-// long a scrape takes. Last, validation throughput with a scrape every 100 ms against none, in
-// the same run (A, B, A: the ratio is B over the mean of both A's).
+// Without --size: a real `license-server serve` (SQLite unless --database-url) with its metrics
+// listener (server.metrics_port) gets validations of several licenses, valid and refused
+// (machine limit, revoked, deactivated machine, not found, not yet valid, invalid input),
+// checkouts, usage reports, a backup. Then it prints every metric name with its number of
+// series, and how long a scrape takes. Last, validation throughput with a scrape every 100 ms
+// against none, in the same run (A, B, A: the ratio is B over the mean of both A's).
+//
+// With --size S|M|L: the same daemon on a store of that size (bench/lib/scale-store.mjs; L is
+// 1M machines, built once and cached under --store-dir, default bench/.stores, each run on a
+// copy), --postgres for PostgreSQL. It waits for the daemon's first background read of the
+// store's figures, then reports: that read's duration (what every scrape cost before issue 35),
+// the time of 50 scrapes (goal: under 50 ms), and validation throughput without scraping (A)
+// and with a scrape every --scrape-every ms (B, default 5000, Prometheus at a 5 s interval),
+// alternated A B A B ... A over --rounds rounds: the ratio is the B's over the A's (goal: at
+// least 0.95). The background reads run in both A and B, as they do in a daemon: their share of
+// the time is reported beside. The machine is shared: read the ratios, and run it again.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,15 +32,35 @@ const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
   return i > 0 ? process.argv[i + 1] : fallback;
 };
-const seconds = Number(arg('seconds', 5));
+const size = arg('size', undefined)?.toUpperCase();
+const seconds = Number(arg('seconds', size ? 20 : 5));
 const connections = Number(arg('connections', 20));
+const rounds = Number(arg('rounds', 3));
+const scrapeEvery = Number(arg('scrape-every', size ? 5000 : 100));
+const refresh = arg('refresh', undefined);
 const databaseUrl = arg('database-url', undefined);
+const postgres = arg('postgres', undefined);
 const cli = fileURLToPath(new URL('../bin/run.js', import.meta.url));
 const dir = mkdtempSync(path.join(tmpdir(), 'license-bench-metrics-'));
+const t0 = Date.now();
+const progress = (line) => console.error(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
 
+const store = size
+  ? await (await import('./lib/scale-store.mjs')).buildScaleStore({ size, postgres, storeDir: arg('store-dir', undefined), log: progress })
+  : undefined;
+const cleanEnv = {};
+for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('LICENSE_')) cleanEnv[name] = value;
 const child = spawn(process.execPath, [cli, 'serve', '--port', '0'], {
   cwd: dir,
-  env: { ...process.env, LICENSE_DATA_DIR: path.join(dir, 'data'), LICENSE_METRICS_PORT: '0', LICENSE_CLIENT_RATE_LIMIT: '0', ...(databaseUrl ? { LICENSE_DATABASE_URL: databaseUrl } : {}) },
+  env: {
+    ...cleanEnv,
+    LICENSE_DATA_DIR: path.join(dir, 'data'),
+    ...(databaseUrl ? { LICENSE_DATABASE_URL: databaseUrl } : {}),
+    ...(store ? store.env : {}),
+    LICENSE_METRICS_PORT: '0',
+    LICENSE_CLIENT_RATE_LIMIT: '0',
+    ...(refresh ? { LICENSE_METRICS_STORE_REFRESH: refresh } : {}),
+  },
   stdio: ['ignore', 'pipe', 'ignore'],
 });
 const banner = await new Promise((resolve, reject) => {
@@ -41,7 +73,41 @@ const banner = await new Promise((resolve, reject) => {
 });
 const base = /listening on (http:\/\/\S+)/.exec(banner)[1];
 const metricsUrl = /metrics listening on (http:\/\/\S+\/metrics)/.exec(banner)[1];
-const token = /store it now\): (lsat_\S+)/.exec(banner)[1];
+const token = store ? store.adminToken : /store it now\): (lsat_\S+)/.exec(banner)[1];
+
+/** The value of one sample line of the exposition, or undefined. */
+const valueOf = (text, series) => {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+};
+
+/** Milliseconds of one scrape, and its text. */
+async function scrape() {
+  const started = process.hrtime.bigint();
+  const text = await (await fetch(metricsUrl)).text();
+  return { ms: Number(process.hrtime.bigint() - started) / 1e6, text };
+}
+
+/** Validation load from `connections` connections; with scrapeEveryMs, Prometheus beside it. */
+async function load(requests, scrapeEveryMs, duration = seconds) {
+  const scrapes = [];
+  let stop = false;
+  const scraper = scrapeEveryMs
+    ? (async () => {
+        while (!stop) {
+          scrapes.push((await scrape()).ms);
+          await new Promise((resolve) => setTimeout(resolve, scrapeEveryMs));
+        }
+      })()
+    : Promise.resolve();
+  const result = await autocannon({ url: base, connections, duration, requests });
+  stop = true;
+  await scraper;
+  if (result.non2xx > 0 || result.errors > 0) throw new Error(`load: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return { rps: result.requests.average, p99: result.latency.p99, scrapes };
+}
+
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 
 async function call(method, route, body, withToken = true) {
   const response = await fetch(`${base}${route}`, {
@@ -55,6 +121,84 @@ async function call(method, route, body, withToken = true) {
 const validate = (key, hardware) => call('POST', '/api/v1/validate', { license_key: key, hardware_id: hardware, version: '1.0.0' }, false);
 
 try {
+  if (store) await atSize();
+  else await smallStore();
+} finally {
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+  rmSync(dir, { recursive: true, force: true });
+  await store?.dispose();
+}
+
+async function atSize() {
+  const engine = store.engine;
+  // The first background read starts with the daemon (a daemon from before issue 35 read at each scrape, and gave up after 2 s).
+  let first;
+  // Polled at the scrape interval, as Prometheus would: faster polling would pile reads up on an old daemon.
+  const until = Date.now() + 120_000;
+  for (;;) {
+    first = (await scrape()).text;
+    if (valueOf(first, 'license_server_store_up') === 1 || Date.now() > until) break;
+    await new Promise((resolve) => setTimeout(resolve, scrapeEvery));
+  }
+  const seconds2 = (value) => (value === undefined ? 'n/a' : `${value.toFixed(2)} s`);
+  progress(`first read of the store's figures: ${seconds2(valueOf(first, 'license_server_store_read_duration_seconds'))} (store_up ${valueOf(first, 'license_server_store_up')})`);
+  const requests = store.sample.licenseKeys.map((key, i) => ({
+    method: 'POST',
+    path: '/api/v1/validate',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ license_key: key, hardware_id: store.sample.hardwareIds[i], version: '1.0.0' }),
+  }));
+  await load(requests, 0, Math.min(seconds, 10)); // warm-up
+
+  // The daemon's own CPU over 50 scrapes (process_cpu_seconds_total, read by the first and the last).
+  const idle = [];
+  let cpuBefore;
+  let cpuAfter;
+  for (let i = 0; i < 51; i += 1) {
+    const { ms, text } = await scrape();
+    if (i === 0) cpuBefore = valueOf(text, 'process_cpu_seconds_total');
+    else idle.push(ms);
+    if (i === 50) cpuAfter = valueOf(text, 'process_cpu_seconds_total');
+  }
+  idle.sort((x, y) => x - y);
+  const cpuPerScrape = ((cpuAfter - cpuBefore) * 1000) / 50;
+
+  const a = [];
+  const b = [];
+  const during = [];
+  for (let round = 0; round < rounds; round += 1) {
+    a.push(await load(requests, 0));
+    const withScrapes = await load(requests, scrapeEvery);
+    b.push(withScrapes);
+    during.push(...withScrapes.scrapes);
+    progress(`round ${round + 1}: A ${a.at(-1).rps.toFixed(0)}/s, B ${withScrapes.rps.toFixed(0)}/s (${withScrapes.scrapes.length} scrapes)`);
+  }
+  a.push(await load(requests, 0));
+  during.sort((x, y) => x - y);
+  const last = (await scrape()).text;
+  const mean = (runs) => runs.reduce((sum, run) => sum + run.rps, 0) / runs.length;
+  const readSeconds = valueOf(last, 'license_server_store_read_duration_seconds');
+  const age = valueOf(last, 'license_server_store_figures_age_seconds');
+  const seats = valueOf(last, 'license_server_store_seats_in_use');
+  const interval = Number(refresh ?? 30);
+  const spacing = Math.max(interval, 19 * (readSeconds ?? 0));
+
+  console.log(`engine: ${engine}; store ${size} (${store.counts.machines.toLocaleString('en')} machines, ${store.counts.licenses.toLocaleString('en')} licenses); ${connections} connections, ${seconds} s per phase, ${rounds} rounds`);
+  console.log(
+    readSeconds === undefined
+      ? `no background read (store_up ${valueOf(last, 'license_server_store_up')} at the end; seats in use ${seats})`
+      : `background read of the store's figures: ${readSeconds.toFixed(2)} s (the last; the first took ${seconds2(valueOf(first, 'license_server_store_read_duration_seconds'))}), then a wait of ${spacing.toFixed(0)} s: ${((100 * readSeconds) / (readSeconds + spacing)).toFixed(1)} % of the time; figures ${age.toFixed(0)} s old at the end; store_up ${valueOf(last, 'license_server_store_up')}; seats in use ${seats}`,
+  );
+  console.log(`scrape, idle (50): median ${quantile(idle, 0.5).toFixed(1)} ms, p95 ${quantile(idle, 0.95).toFixed(1)} ms, max ${idle.at(-1).toFixed(1)} ms; the daemon's CPU per scrape ${cpuPerScrape.toFixed(1)} ms (${((100 * cpuPerScrape) / scrapeEvery).toFixed(2)} % of a core at one scrape per ${scrapeEvery} ms)`);
+  console.log(`scrape, under load (${during.length}): median ${quantile(during, 0.5).toFixed(1)} ms, max ${during.at(-1).toFixed(1)} ms`);
+  console.log(`validations/s without scraping (A): ${a.map((run) => run.rps.toFixed(0)).join(', ')} (p99 ${a.map((run) => run.p99).join(', ')} ms)`);
+  console.log(`validations/s with a scrape every ${scrapeEvery} ms (B): ${b.map((run) => run.rps.toFixed(0)).join(', ')} (p99 ${b.map((run) => run.p99).join(', ')} ms)`);
+  const pairs = b.map((run, i) => (run.rps / ((a[i].rps + a[i + 1].rps) / 2)).toFixed(3));
+  console.log(`ratio with/without scraping: ${(mean(b) / mean(a)).toFixed(3)} (per round, B over the A's beside it: ${pairs.join(', ')})`);
+}
+
+async function smallStore() {
   // The store: 8 licenses that validate, one limited to 2 machines, one revoked, one not yet valid.
   const customer = (await call('POST', '/api/customers', { name: 'Bench Corp' })).body;
   await call('POST', '/api/entitlements', { code: 'seats', name: 'Seats' });
@@ -98,28 +242,10 @@ try {
   for (let i = 0; i < 32; i += 1) {
     requests.push({ method: 'POST', path: '/api/v1/validate', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ license_key: good[i % 8].key, hardware_id: `HW-${i % 4}`, version: '1.0.0' }) });
   }
-  const load = async (scrapeEveryMs) => {
-    let scrapes = 0;
-    let stop = false;
-    const scraper = scrapeEveryMs
-      ? (async () => {
-          while (!stop) {
-            await (await fetch(metricsUrl)).text();
-            scrapes += 1;
-            await new Promise((resolve) => setTimeout(resolve, scrapeEveryMs));
-          }
-        })()
-      : Promise.resolve();
-    const result = await autocannon({ url: base, connections, duration: seconds, requests });
-    stop = true;
-    await scraper;
-    if (result.non2xx > 0 || result.errors > 0) throw new Error(`load: ${result.non2xx} non-2xx, ${result.errors} errors`);
-    return { rps: result.requests.average, p99: result.latency.p99, scrapes };
-  };
-  await load(0); // warm-up
-  const a1 = await load(0);
-  const b = await load(100);
-  const a2 = await load(0);
+  await load(requests, 0); // warm-up
+  const a1 = await load(requests, 0);
+  const b = await load(requests, scrapeEvery);
+  const a2 = await load(requests, 0);
 
   // The scrape after the load.
   const times = [];
@@ -153,10 +279,6 @@ try {
   console.log(`\nseries: ${total} in all, ${ours} license_server_*; exposition ${Buffer.byteLength(text)} bytes`);
   console.log(`scrape (GET /metrics on the metrics listener, 20 after the load): median ${times[10].toFixed(1)} ms, max ${times[19].toFixed(1)} ms`);
   console.log(`validations/s without scraping: ${a1.rps.toFixed(0)} then ${a2.rps.toFixed(0)} (p99 ${a1.p99} / ${a2.p99} ms)`);
-  console.log(`validations/s with a scrape every 100 ms: ${b.rps.toFixed(0)} (p99 ${b.p99} ms, ${b.scrapes} scrapes)`);
+  console.log(`validations/s with a scrape every ${scrapeEvery} ms: ${b.rps.toFixed(0)} (p99 ${b.p99} ms, ${b.scrapes.length} scrapes)`);
   console.log(`ratio with/without scraping: ${(b.rps / ((a1.rps + a2.rps) / 2)).toFixed(3)}`);
-} finally {
-  child.kill('SIGTERM');
-  await new Promise((resolve) => child.once('exit', resolve));
-  rmSync(dir, { recursive: true, force: true });
 }

@@ -59,9 +59,16 @@ export function createApp(deps: AppDependencies): App {
   const { state } = deps;
   const metrics = deps.metrics ?? new DaemonMetrics({ clock });
   metrics.watch({
-    database: () => state.adminReads,
+    database: () => state.figureReads,
     pools: () => (state.adminReads === state.db ? [['daemon', state.db] as const] : [['daemon', state.db] as const, ['admin', state.adminReads] as const]),
     targets: () => state.config.settings.backup.targets.map((target) => target.name),
+    refreshSeconds: () => state.config.settings.server.metricsStoreRefresh,
+    backupMaxAgeSeconds: () => {
+      const ms = state.config.settings.backup.maxAgeMs;
+      return ms === undefined ? undefined : ms / 1000;
+    },
+    readFailed: (error) =>
+      deps.log({ time: new Date().toISOString(), level: 'warn', msg: 'the store\'s figures for /metrics could not be read; they keep the last good read', error: error instanceof Error ? error.message.slice(0, 200) : String(error) }),
   });
   let inFlight = 0;
   let accepting = true;
@@ -233,7 +240,10 @@ export function createApp(deps: AppDependencies): App {
     stopAccepting: () => {
       accepting = false;
     },
-    close: () => limiter.close(),
+    close: () => {
+      limiter.close();
+      metrics.close();
+    },
     log: deps.log,
     metrics,
   };

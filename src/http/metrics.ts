@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { TRIGGERS } from '../lib/backup/archive/manifest.js';
 import { isLicenseServerError, LicenseServerError } from '../lib/errors.js';
+import { StoreFiguresCache, STALE_AFTER_INTERVALS } from '../lib/metrics/store-figures-cache.js';
 import { readStoreFigures, type StoreFigures } from '../lib/metrics/store-figures.js';
 import type { StorageObserver } from '../lib/storage/observer.js';
 import type { Database } from '../lib/storage/types.js';
@@ -12,9 +13,6 @@ import type { Database } from '../lib/storage/types.js';
  * outcomes, backup triggers, configured targets. No license, key, customer or address.
  */
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
-
-/** A scrape waits this long for the store's figures, then answers without fresh ones. */
-export const STORE_TIMEOUT_MS = 2000;
 
 export const VALIDATION_OUTCOMES = [
   'valid', 'expired', 'not_yet_valid', 'revoked', 'machine_limit', 'deactivated', 'hardware_mismatch', 'not_found', 'invalid_request', 'error',
@@ -65,14 +63,20 @@ export interface RequestMetrics {
   usageReport(outcome: (typeof USAGE_OUTCOMES)[number]): void;
 }
 
-/** Where the store's figures come from, read at scrape time. */
+/** Where the store's figures come from (read in the background, store-figures-cache.ts), and the configuration shown. */
 export interface StoreSource {
-  /** The database admin reads use (storage/admin-databases.ts): a scrape never stalls a client. */
+  /** The database the figures are read from (storage/admin-databases.ts): never the clients'. */
   database(): Database;
   /** The pools of this process by name (`daemon`, `admin`); a database without a pool is left out. */
   pools(): ReadonlyArray<readonly [string, Database]>;
   /** The names of the configured off-site targets. */
   targets(): readonly string[];
+  /** server.metrics_store_refresh: seconds between reads of the store's figures. */
+  refreshSeconds(): number;
+  /** backup.max_age in seconds, or undefined when unset. */
+  backupMaxAgeSeconds(): number | undefined;
+  /** A background read failed (the figures keep the last good read's values). */
+  readFailed?(error: unknown): void;
 }
 
 export class DaemonMetrics implements RequestMetrics {
@@ -80,8 +84,8 @@ export class DaemonMetrics implements RequestMetrics {
   /** For openDatabase: what storage reports (lib/storage/observer.ts). */
   readonly storage: StorageObserver;
   private source: StoreSource | undefined;
-  /** The read of the scrape being rendered: every store gauge of one scrape shares it. */
-  private read: Promise<StoreFigures> | undefined;
+  /** The store's figures, read in the background once watch() is called; a scrape only renders them. */
+  private cache: StoreFiguresCache | undefined;
   private readonly clock: () => Date;
   private readonly requests: Counter<'route' | 'status'>;
   private readonly latency: Histogram<'route'>;
@@ -170,12 +174,41 @@ export class DaemonMetrics implements RequestMetrics {
       },
     });
 
+    const source = () => this.source;
+    new Gauge({
+      name: 'license_server_backup_max_age_seconds',
+      help: 'backup.max_age of this process\'s configuration, in seconds: the age past which LicenseServerBackupStale (prometheus-alerts.yml) fires. Absent when backup.max_age is unset.',
+      registers,
+      collect() {
+        this.reset();
+        const seconds = source()?.backupMaxAgeSeconds();
+        if (seconds !== undefined) this.set(seconds);
+      },
+    });
+
     this.storeGauges(registers);
   }
 
-  /** Starts reading the store's figures and pools from `source` at each scrape. */
+  /**
+   * Reads the pools from `source` at each scrape, and the store's figures in the background
+   * from now on: at once, then every source.refreshSeconds() (store-figures-cache.ts), until
+   * close().
+   */
   watch(source: StoreSource): void {
+    this.cache?.close();
     this.source = source;
+    this.cache = new StoreFiguresCache({
+      read: (at) => readStoreFigures(source.database(), { at, targets: source.targets() }),
+      intervalMs: () => source.refreshSeconds() * 1000,
+      clock: this.clock,
+      onError: (error) => source.readFailed?.(error),
+    });
+    this.cache.start();
+  }
+
+  /** Stops the background reads of the store's figures. */
+  close(): void {
+    this.cache?.close();
   }
 
   request(route: string, status: number | null, seconds: number): void {
@@ -196,9 +229,8 @@ export class DaemonMetrics implements RequestMetrics {
     this.usage.inc({ outcome });
   }
 
-  /** The Prometheus text format, METRICS_CONTENT_TYPE. */
+  /** The Prometheus text format, METRICS_CONTENT_TYPE. Sends nothing to the database: the store's figures are the newest background read's. */
   render(): Promise<string> {
-    this.read = this.source ? this.readStore(this.source) : undefined;
     return this.registry.metrics();
   }
 
@@ -211,31 +243,15 @@ export class DaemonMetrics implements RequestMetrics {
     return found;
   }
 
-  /** The figures of the shared database, waiting at most STORE_TIMEOUT_MS. */
-  private readStore(source: StoreSource): Promise<StoreFigures> {
-    const reading = readStoreFigures(source.database(), { at: this.clock(), targets: source.targets() });
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the store did not answer within ${STORE_TIMEOUT_MS} ms`)), STORE_TIMEOUT_MS);
-    });
-    const figures = Promise.race([reading, timeout]).finally(() => clearTimeout(timer));
-    // A late answer or failure after the timeout must not become an unhandled rejection.
-    reading.catch(() => undefined);
-    figures.catch(() => undefined);
-    return figures;
-  }
-
   /**
    * Gauges of the shared database, named `license_server_store_*`: every daemon on one store
-   * reports the same values, so a dashboard takes max (or any one), never sum. When the store
-   * cannot be read in time, they keep the values of the last good read and
-   * license_server_store_up says 0.
+   * reports the same values, give or take one refresh interval, so a dashboard takes max (or
+   * any one), never sum. They show the newest background read that succeeded; when the newest
+   * read failed or is too old, they keep those values and license_server_store_up says 0.
    */
   private storeGauges(registers: Registry[]): void {
-    const figures = () => this.read ?? Promise.reject(new Error('no store to read'));
-    const SHARED = ' Read from the shared database at scrape time: the same on every daemon of one store (take max, not sum).';
-    // Undefined when the read failed or was late.
-    const fresh = () => figures().then((value): StoreFigures | undefined => value, () => undefined);
+    const cache = () => this.cache;
+    const SHARED = ' Read from the shared database in the background (server.metrics_store_refresh): the same on every daemon of one store (take max, not sum).';
     const storeGauge = <L extends string>(
       name: string,
       help: string,
@@ -247,8 +263,8 @@ export class DaemonMetrics implements RequestMetrics {
         help: `${help}${SHARED}`,
         labelNames,
         registers,
-        async collect() {
-          const value = await fresh();
+        collect() {
+          const value = cache()?.snapshot().figures;
           if (!value) return;
           if (labelNames.length > 0) this.reset();
           fill(this, value);
@@ -257,10 +273,30 @@ export class DaemonMetrics implements RequestMetrics {
 
     new Gauge({
       name: 'license_server_store_up',
-      help: `1 when this scrape read the store's figures within ${STORE_TIMEOUT_MS / 1000} s, else 0 (the license_server_store_* gauges then keep their last values).`,
+      help: `1 when this process's newest background read of the store's figures succeeded and they are at most ${STALE_AFTER_INTERVALS} refresh intervals old, else 0 (the license_server_store_* gauges then keep the values of the last good read).`,
       registers,
-      async collect() {
-        this.set((await fresh()) ? 1 : 0);
+      collect() {
+        this.set(cache()?.fresh() ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'license_server_store_figures_age_seconds',
+      help: 'Seconds since this process started the read that the license_server_store_* gauges show (at most one refresh interval plus the read, when all is well). Absent before the first good read.',
+      registers,
+      collect() {
+        this.reset();
+        const age = cache()?.ageSeconds();
+        if (age !== undefined) this.set(age);
+      },
+    });
+    new Gauge({
+      name: 'license_server_store_read_duration_seconds',
+      help: 'How long this process\'s newest good read of the store\'s figures took (reading them counts the whole machines table). Absent before the first good read.',
+      registers,
+      collect() {
+        this.reset();
+        const seconds = cache()?.snapshot().readSeconds;
+        if (seconds !== undefined) this.set(seconds);
       },
     });
     storeGauge('seats_in_use', 'Machines holding a seat of their license now, all licenses together.', [], (g, v) => g.set(v.seatsInUse));

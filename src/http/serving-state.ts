@@ -48,6 +48,11 @@ export class ServingState {
     return this.admin?.writes ?? this.db;
   }
 
+  /** For the background read of the store's figures (/metrics). */
+  get figureReads(): Database {
+    return this.admin?.figures ?? this.db;
+  }
+
   /** Opens the admin side for the database open now (at start; reopen does it itself). */
   async openAdminSide(): Promise<void> {
     if (this.openAdmin && !this.admin) this.admin = await this.openAdmin(this.db, this.config);

@@ -47,6 +47,8 @@ export interface TestPrometheus {
   waitFor(expression: string, accept: (value: number) => boolean, timeoutMs?: number): Promise<number>;
   /** The targets' scrape state (/api/v1/targets), for a failing test's message. */
   targets(): Promise<unknown>;
+  /** The alerting rules of the rule files and their state (/api/v1/rules?type=alert). */
+  alertRules(): Promise<AlertRule[]>;
   log(): string;
   stop(): Promise<void>;
 }
@@ -62,7 +64,18 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startPrometheus(targets: readonly ScrapeTarget[]): Promise<TestPrometheus> {
+export interface AlertRule {
+  readonly name: string;
+  /** inactive, pending (its expression holds, its `for` not yet over) or firing. */
+  readonly state: string;
+  /** When the rule was last evaluated (RFC 3339). */
+  readonly lastEvaluation: string;
+  readonly health: string;
+  readonly alerts: ReadonlyArray<{ readonly labels: Record<string, string>; readonly state: string; readonly value: string }>;
+}
+
+/** `ruleFiles`: rule files to load (`rule_files:`), evaluated every second. */
+export async function startPrometheus(targets: readonly ScrapeTarget[], options: { ruleFiles?: readonly string[] } = {}): Promise<TestPrometheus> {
   const dir = mkdtempSync(path.join(tmpdir(), 'license-prometheus-'));
   const jobs = targets.map((target, i) => {
     let auth = '';
@@ -74,7 +87,8 @@ export async function startPrometheus(targets: readonly ScrapeTarget[]): Promise
     return `  - job_name: license-server-${i}\n    scrape_interval: 1s\n    scrape_timeout: 1s\n    static_configs:\n      - targets: [${JSON.stringify(target.address)}]${auth}`;
   });
   const config = path.join(dir, 'prometheus.yml');
-  writeFileSync(config, `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n${jobs.join('\n')}\n`);
+  const rules = options.ruleFiles?.length ? `rule_files:\n${options.ruleFiles.map((file) => `  - ${JSON.stringify(file)}`).join('\n')}\n` : '';
+  writeFileSync(config, `global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n${rules}scrape_configs:\n${jobs.join('\n')}\n`);
   // Prometheus has no port 0: a free port is found first, and another tried if it was taken meanwhile.
   for (let attempt = 0; ; attempt += 1) {
     const port = await freePort();
@@ -109,10 +123,15 @@ export async function startPrometheus(targets: readonly ScrapeTarget[]): Promise
       return body.data!.result.map((series) => ({ metric: series.metric, value: Number(series.value[1]) }));
     };
     const targetsState = async () => ((await (await fetch(`${url}/api/v1/targets`)).json()) as { data: unknown }).data;
+    const alertRules = async () => {
+      const body = (await (await fetch(`${url}/api/v1/rules?type=alert`)).json()) as { data: { groups: Array<{ rules: AlertRule[] }> } };
+      return body.data.groups.flatMap((group) => group.rules);
+    };
     return {
       url,
       query,
       targets: targetsState,
+      alertRules,
       async waitFor(expression, accept, timeoutMs = 20_000) {
         const until = Date.now() + scaledMs(timeoutMs);
         let seen: unknown = [];
@@ -133,6 +152,12 @@ export async function startPrometheus(targets: readonly ScrapeTarget[]): Promise
       },
     };
   }
+}
+
+/** `promtool test rules FILE`: runs a rule unit test file (rule_files, input_series, alert_rule_test). */
+export function testRules(file: string): { code: number | null; output: string } {
+  const result = spawnSync(PROMTOOL, ['test', 'rules', file], { encoding: 'utf8' });
+  return { code: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
 /** `promtool check rules FILE`: its exit code and output. */

@@ -39,6 +39,8 @@ export interface Settings {
     /** The listener that serves only GET /metrics, without a token; none when the port is unset. */
     readonly metricsHost: string;
     readonly metricsPort: number | undefined;
+    /** server.metrics_store_refresh: seconds between background reads of the store's figures. */
+    readonly metricsStoreRefresh: number;
   };
   readonly issuer: string;
   /** Activation requests (offline/request-checkout.ts): how long one may be checked out. */
@@ -162,6 +164,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       restoreWait: get('server.restore_wait'),
       metricsHost: get('server.metrics_host'),
       metricsPort: get('server.metrics_port'),
+      metricsStoreRefresh: get('server.metrics_store_refresh'),
     },
     issuer: get('issuer'),
     offline: { requestWindowDays: get('offline.request_window_days') },

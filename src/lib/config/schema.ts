@@ -121,6 +121,15 @@ export const SETTINGS: readonly SettingSpec[] = [
     description: 'Port of a second listener that serves only GET /metrics, without a token (0 picks a free one); unset: none.',
   },
   {
+    key: 'server.metrics_store_refresh',
+    env: 'LICENSE_METRICS_STORE_REFRESH',
+    type: 'integer',
+    min: 1,
+    max: 3600,
+    default: () => 30,
+    description: 'Seconds between the background reads of the license_server_store_* metrics (longer after a slow read: reading takes at most 5 % of the time). A scrape shows the newest read and never waits for the database.',
+  },
+  {
     key: 'server.request_timeout',
     env: 'LICENSE_REQUEST_TIMEOUT',
     type: 'integer',

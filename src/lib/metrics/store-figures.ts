@@ -47,46 +47,89 @@ export interface CopyFigures {
 /** "Near" the machine limit: 90 % of max_machines or more. */
 export const NEAR_LIMIT = 0.9;
 
+/**
+ * One statement after the other, never several at once: on PostgreSQL the read takes one
+ * connection of the admin pool, not both (storage/admin-databases.ts). It runs in the
+ * background (store-figures-cache.ts), so its own latency does not matter.
+ */
 export async function readStoreFigures(db: Database, options: { at: Date; targets: readonly string[] }): Promise<StoreFigures> {
   const { at } = options;
-  const [seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, signingKey] = await Promise.all([
-    countSeatsInUse(db, at),
-    countMachines(db),
-    countNearLimit(db, at),
-    backupFigures(db),
-    copyFigures(db, options.targets),
-    deliveryFigures(db),
-    findSigningKey(db).then((key) => key && { ageSeconds: Math.max(0, (at.getTime() - Date.parse(key.created_at)) / 1000), sealed: key.sealed }),
-  ]);
+  const { seatsInUse, machines } = await countSeats(db, at);
+  const licensesNearMachineLimit = await countNearLimit(db, at);
+  const backups = await backupFigures(db);
+  const copies = await copyFigures(db, options.targets);
+  const deliveries = await deliveryFigures(db);
+  const key = await findSigningKey(db);
+  const signingKey = key && { ageSeconds: Math.max(0, (at.getTime() - Date.parse(key.created_at)) / 1000), sealed: key.sealed };
   return { seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, signingKey };
 }
 
-async function countSeatsInUse(db: Queryable, at: Date): Promise<number> {
-  const held = seatHeld(at);
-  const rows = await db.query(`SELECT count(*) AS n FROM machines m JOIN licenses l ON l.id = m.license_id WHERE ${held.sql}`, held.params);
-  return Number(rows[0]?.n ?? 0);
-}
-
-async function countMachines(db: Queryable): Promise<StoreFigures['machines']> {
-  const rows = await db.query('SELECT active, count(*) AS n FROM machines GROUP BY active');
-  let active = 0;
-  let deactivated = 0;
-  for (const row of rows) {
-    if (row.active === true || row.active === 1) active += Number(row.n);
-    else deactivated += Number(row.n);
+/**
+ * Seats in use by the rule of seatHeld (licensing/machines.ts), and machines by state. A
+ * machine of a floating license holds a seat only by its lease or file, and floating licenses
+ * are few, so neither engine needs a license per machine, which the seat join looked up one by
+ * one on SQLite (11.6 s at a million machines on a busy machine):
+ * - PostgreSQL: one hash join of the machines with the floating licenses (0.9 s there, against
+ *   1.9 s for the seat join);
+ * - SQLite: one pass over the machines, looking up the license of those with a running lease
+ *   or file alone, then the active machines of the floating licenses, by index (3 s; a join
+ *   with the floating licenses as a set took 4.5 s).
+ * test/lib/metrics/store-figures.test.ts holds both to the seat rule.
+ */
+async function countSeats(db: Database, at: Date): Promise<{ seatsInUse: number; machines: StoreFigures['machines'] }> {
+  const stamp = at.toISOString();
+  const machines = (total: unknown, active: unknown) => ({ active: Number(active ?? 0), deactivated: Number(total ?? 0) - Number(active ?? 0) });
+  if (db.engine === 'postgres') {
+    const [row] = await db.query(
+      `SELECT count(*) AS machines,
+         sum(CASE WHEN m.active = ? THEN 1 ELSE 0 END) AS active,
+         sum(CASE WHEN (m.active = ? AND f.id IS NULL) OR m.lease_expires_at > ? OR m.offline_until > ? THEN 1 ELSE 0 END) AS seats
+       FROM machines m LEFT JOIN (SELECT id FROM licenses WHERE floating = ?) f ON f.id = m.license_id`,
+      [true, true, stamp, stamp, true],
+    );
+    return { seatsInUse: Number(row?.seats ?? 0), machines: machines(row?.machines, row?.active) };
   }
-  return { active, deactivated };
+  // Nested CASE: a lease that is NULL must not reach the license lookup (NULL AND x evaluates x).
+  const [scan] = await db.query(
+    `SELECT count(*) AS machines,
+       sum(CASE WHEN m.active = ? THEN 1 ELSE 0 END) AS active,
+       sum(CASE WHEN m.lease_expires_at > ? OR m.offline_until > ?
+         THEN (CASE WHEN m.active <> ? OR EXISTS (SELECT 1 FROM licenses l WHERE l.id = m.license_id AND l.floating = ?) THEN 1 ELSE 0 END)
+         ELSE 0 END) AS by_lease
+     FROM machines m`,
+    [true, stamp, stamp, true, true],
+  );
+  const [floating] = await db.query(
+    'SELECT sum((SELECT count(*) FROM machines m WHERE m.license_id = l.id AND m.active = ?)) AS active FROM licenses l WHERE l.floating = ?',
+    [true, true],
+  );
+  // Active machines of licenses that are not floating, and the machines that hold a seat by a lease or file alone.
+  const seatsInUse = Number(scan?.active ?? 0) - Number(floating?.active ?? 0) + Number(scan?.by_lease ?? 0);
+  return { seatsInUse, machines: machines(scan?.machines, scan?.active) };
 }
 
-async function countNearLimit(db: Queryable, at: Date): Promise<number> {
+/**
+ * Active licenses with max_machines whose seats in use are at least NEAR_LIMIT of it;
+ * integers on both engines: used * 10 >= max * 9 is used >= 90 % of max. PostgreSQL
+ * hash-joins the held machines with the limited licenses (about 1 s at a million machines).
+ * SQLite would look a license up per machine, so it goes from the limited licenses instead
+ * and counts a license's seats only when it has enough machines at all, which an index alone
+ * answers (twice as fast).
+ */
+async function countNearLimit(db: Database, at: Date): Promise<number> {
   const held = seatHeld(at);
-  // Integers on both engines: used * 10 >= max * 9 is used >= 90 % of max.
+  const near = (count: string) => `${count} * 10 >= l.max_machines * ${Math.round(NEAR_LIMIT * 10)}`;
   const rows = await db.query(
-    `SELECT count(*) AS n FROM (
-       SELECT l.max_machines AS max_machines, count(*) AS used FROM machines m JOIN licenses l ON l.id = m.license_id
-       WHERE l.max_machines IS NOT NULL AND l.active = ? AND ${held.sql}
-       GROUP BY l.id, l.max_machines
-     ) per_license WHERE used * 10 >= max_machines * ${Math.round(NEAR_LIMIT * 10)}`,
+    db.engine === 'postgres'
+      ? `SELECT count(*) AS n FROM (
+           SELECT l.max_machines AS max_machines, count(*) AS used FROM machines m JOIN licenses l ON l.id = m.license_id
+           WHERE l.max_machines IS NOT NULL AND l.active = ? AND ${held.sql}
+           GROUP BY l.id, l.max_machines
+         ) l WHERE ${near('used')}`
+      : `SELECT count(*) AS n FROM licenses l
+         WHERE l.max_machines IS NOT NULL AND l.active = ?
+           AND ${near('(SELECT count(*) FROM machines m WHERE m.license_id = l.id)')}
+           AND ${near(`(SELECT count(*) FROM machines m WHERE m.license_id = l.id AND ${held.sql})`)}`,
     [true, ...held.params],
   );
   return Number(rows[0]?.n ?? 0);
@@ -101,23 +144,23 @@ async function backupFigures(db: Database): Promise<Record<Trigger, BackupFigure
   const trigger = db.engine === 'postgres' ? `details->>'trigger'` : `json_extract(details, '$.trigger')`;
   const newest = (action: string, value: Trigger) =>
     db.query(`SELECT entity_id, occurred_at, details FROM audit_log WHERE action = ? AND ${trigger} = ? ORDER BY occurred_at DESC, id DESC LIMIT 1`, [action, value]);
-  const entries = await Promise.all(
-    TRIGGERS.map(async (value) => {
-      const [created, failed] = await Promise.all([newest('backup.created', value), newest('backup.failed', value)]);
-      const success = created[0];
-      const finished = success ? Date.parse(asIso(success.occurred_at)) / 1000 : undefined;
-      const started = success ? startOfBackup(String(success.entity_id)) ?? finished : undefined;
-      const details = success ? asJson(success.details) : {};
-      const figures: BackupFigures = {
-        lastSuccess: started,
-        lastFailure: failed[0] ? Date.parse(asIso(failed[0].occurred_at)) / 1000 : undefined,
-        // A backup adopted after a kill (details.recovered) was audited long after it was made.
-        lastDurationSeconds: finished !== undefined && started !== undefined && details.recovered !== true ? Math.max(0, finished - started) : undefined,
-        lastSizeBytes: typeof details.size === 'number' ? details.size : undefined,
-      };
-      return [value, figures] as const;
-    }),
-  );
+  const entries: Array<readonly [Trigger, BackupFigures]> = [];
+  for (const value of TRIGGERS) {
+    const created = await newest('backup.created', value);
+    const failed = await newest('backup.failed', value);
+    const success = created[0];
+    const finished = success ? Date.parse(asIso(success.occurred_at)) / 1000 : undefined;
+    const started = success ? startOfBackup(String(success.entity_id)) ?? finished : undefined;
+    const details = success ? asJson(success.details) : {};
+    const figures: BackupFigures = {
+      lastSuccess: started,
+      lastFailure: failed[0] ? Date.parse(asIso(failed[0].occurred_at)) / 1000 : undefined,
+      // A backup adopted after a kill (details.recovered) was audited long after it was made.
+      lastDurationSeconds: finished !== undefined && started !== undefined && details.recovered !== true ? Math.max(0, finished - started) : undefined,
+      lastSizeBytes: typeof details.size === 'number' ? details.size : undefined,
+    };
+    entries.push([value, figures]);
+  }
   return Object.fromEntries(entries) as Record<Trigger, BackupFigures>;
 }
 

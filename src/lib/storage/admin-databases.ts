@@ -11,12 +11,20 @@ import type { Database } from './types.js';
  *   admin writes stay on the one main connection, as SQLite has one writer anyway.
  * - PostgreSQL: a small pool of its own, whose statements are cancelled after
  *   `database.admin_statement_timeout`: slow admin queries fill it, never the clients' pool.
+ *
+ * The background read of the store's figures for /metrics (metrics/store-figures-cache.ts)
+ * counts the whole machines table: on SQLite it gets a reader thread of its own, at the lowest
+ * priority and without the admin timeout, so that it neither waits behind admin reads nor makes
+ * them wait (seconds at a million machines on a busy machine); on PostgreSQL it takes one
+ * connection of the admin pool (well under a second there: the engine hash-joins).
  */
 export interface AdminDatabases {
   /** For admin GET routes. */
   readonly reads: Database;
   /** For the admin routes that change something. */
   readonly writes: Database;
+  /** For the background read of the store's figures. */
+  readonly figures: Database;
   close(): Promise<void>;
 }
 
@@ -33,13 +41,22 @@ export const ADMIN_POOL_SIZE = 2;
 /** The reader thread's nice value: below the main thread, which answers the clients. */
 const READER_NICE = 10;
 
+/** The figures' reader thread: below the admin reads too. */
+const FIGURES_NICE = 19;
+
 export async function openAdminDatabases(primary: Database, settings: AdminDatabaseSettings): Promise<AdminDatabases> {
   const timeoutSeconds = settings.timeouts.adminStatementTimeout;
   let admin: Database;
+  let figures: Database | undefined;
   if (primary.engine === 'sqlite') {
     const { SqliteDatabase } = await import('./sqlite.js');
-    if (!(primary instanceof SqliteDatabase)) return { reads: primary, writes: primary, close: async () => undefined };
+    if (!(primary instanceof SqliteDatabase)) return { reads: primary, writes: primary, figures: primary, close: async () => undefined };
     admin = primary.withOffloadedReads({ timeoutMs: timeoutSeconds * 1000, nice: READER_NICE });
+    // No timeout: it only reads, on a thread nobody waits for; its age is a metric of its own.
+    figures = primary.withOffloadedReads({ timeoutMs: 0, nice: FIGURES_NICE });
+    // Its thread and connection now, before the daemon says it listens, not at the first read
+    // just after: the threads and descriptors a daemon holds are settled once it serves.
+    await figures.query('SELECT 1');
   } else {
     const { PostgresDatabase } = await import('./postgres.js');
     admin = await PostgresDatabase.open(settings.url, {
@@ -54,8 +71,10 @@ export async function openAdminDatabases(primary: Database, settings: AdminDatab
   return {
     reads: admin,
     writes,
+    figures: figures ?? admin,
     async close() {
       forgetSigner(admin);
+      await figures?.close();
       await admin.close();
     },
   };

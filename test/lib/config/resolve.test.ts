@@ -43,7 +43,7 @@ describe('configuration', () => {
     assert.equal(settings.dataDir, path.join(dir, 'data'));
     assert.equal(settings.database.url, path.join(dir, 'data', 'license-server.db'));
     assert.deepEqual(settings.server, {
-      host: '127.0.0.1', port: 8080, tlsCert: undefined, tlsKey: undefined, requestTimeout: 30, clientRateLimit: 10, clientRateBurst: 50, maxConnections: 2048, maxConnectionsPerAddress: 256, restoreWait: 300, metricsHost: '127.0.0.1', metricsPort: undefined,
+      host: '127.0.0.1', port: 8080, tlsCert: undefined, tlsKey: undefined, requestTimeout: 30, clientRateLimit: 10, clientRateBurst: 50, maxConnections: 2048, maxConnectionsPerAddress: 256, restoreWait: 300, metricsHost: '127.0.0.1', metricsPort: undefined, metricsStoreRefresh: 30,
     });
     assert.equal(settings.issuer, 'license-server');
     assert.equal(settings.grace.hours, 72);

@@ -1,0 +1,133 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createBackup } from '../../src/lib/backup/create.js';
+import { resolveConfig } from '../../src/lib/config/resolve.js';
+import { openDatabase } from '../../src/lib/storage/open.js';
+import { freePort } from '../support/license-fixture.js';
+import { PROMTOOL, requirePrometheus, startPrometheus, testRules, type TestPrometheus } from '../support/prometheus.js';
+import { startServe, type ServeProcess } from '../support/serve.js';
+
+const RULES = new URL('../../docs/prometheus-alerts.yml', import.meta.url).pathname;
+const HOUR = 3600;
+
+/**
+ * Issue 35 item 30: LicenseServerBackupStale fired at a fixed 26 hours whatever backup.max_age
+ * said. Each daemon now exports backup.max_age (license_server_backup_max_age_seconds) and
+ * the rule compares the newest backup's age with it (26 hours when no daemon sets it).
+ */
+describe('LicenseServerBackupStale follows backup.max_age (docs/prometheus-alerts.yml)', function () {
+  this.timeout(120_000);
+
+  it('fires, in promtool\'s rule tests, past the configured max age and not before; past 26 hours when none is set', function () {
+    requirePrometheus(this, PROMTOOL);
+    const dir = mkdtempSync(path.join(tmpdir(), 'license-alert-rules-'));
+    try {
+      // One daemon's series: its newest good scheduled backup was made at time 0.
+      const daemon = (maxAgeSeconds: number | undefined, instance = 'a:9464') => [
+        { series: `license_server_store_backup_last_success_timestamp_seconds{instance="${instance}",trigger="scheduled"}`, values: '0+0x400' },
+        ...(maxAgeSeconds === undefined ? [] : [{ series: `license_server_backup_max_age_seconds{instance="${instance}"}`, values: `${maxAgeSeconds}+0x400` }]),
+      ];
+      const stale = (ageSeconds: number, age: string) => [{
+        exp_labels: { severity: 'critical' },
+        exp_annotations: {
+          summary: 'No good backup of the license database within backup.max_age',
+          description: `The newest manual or scheduled backup is ${age} old (${ageSeconds} s).`,
+        },
+      }];
+      const at = (minutes: number, expected: unknown[]) => ({ eval_time: `${minutes}m`, alertname: 'LicenseServerBackupStale', exp_alerts: expected });
+      const tests = [
+        // backup.max_age 1h: older than that from minute 60, firing once that held for 10 minutes.
+        { interval: '1m', input_series: daemon(HOUR), alert_rule_test: [at(59, []), at(65, []), at(75, stale(4500, '1h 15m 0s'))] },
+        // 3h: not at 75 minutes, at 3h15m.
+        { interval: '1m', input_series: daemon(3 * HOUR), alert_rule_test: [at(75, []), at(185, []), at(195, stale(11_700, '3h 15m 0s'))] },
+        // Two daemons configured apart: the smaller max age decides.
+        { interval: '1m', input_series: [...daemon(3 * HOUR, 'a:9464'), ...daemon(HOUR, 'b:9464')], alert_rule_test: [at(75, stale(4500, '1h 15m 0s'))] },
+        // Unset on every daemon: 26 hours.
+        { interval: '5m', input_series: daemon(undefined), alert_rule_test: [at(25 * 60, []), at(26 * 60 + 15, stale(94_500, '1d 2h 15m 0s'))] },
+      ];
+      const file = path.join(dir, 'tests.yml');
+      // JSON is YAML.
+      writeFileSync(file, JSON.stringify({ rule_files: [RULES], evaluation_interval: '1m', tests }, null, 2));
+      const result = testRules(file);
+      assert.equal(result.code, 0, result.output);
+      assert.match(result.output, /SUCCESS/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('a real Prometheus, with the rule file, scraping a real daemon whose newest backup is two hours old', () => {
+    let dir: string;
+    let serve: ServeProcess | undefined;
+    let prometheus: TestPrometheus | undefined;
+
+    before(function () {
+      requirePrometheus(this);
+      dir = mkdtempSync(path.join(tmpdir(), 'license-alert-serve-'));
+    });
+    after(async () => {
+      await prometheus?.stop();
+      if (serve) await serve.stop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('keeps the rule inactive with backup.max_age 3h, and has it pending once the daemon is restarted with 1h', async () => {
+      const dataDir = path.join(dir, 'data');
+      const env = { LICENSE_DATA_DIR: dataDir, LICENSE_BACKUP_PATH: path.join(dir, 'backups') };
+      // A real backup, made by the library with a clock two hours back: its id, audit entry and
+      // index say it was made then.
+      const madeAt = new Date(Date.now() - 2 * HOUR * 1000);
+      const config = await resolveConfig({ cwd: dir, env });
+      const db = await openDatabase(config.settings.database.url);
+      try {
+        await createBackup({ db, config, trigger: 'scheduled', toolVersion: 'test', context: { actor: 'test', clock: () => madeAt } });
+      } finally {
+        await db.close();
+      }
+
+      const port = await freePort();
+      const daemon = (maxAge: string) => startServe({ ...env, LICENSE_BACKUP_MAX_AGE: maxAge, LICENSE_METRICS_PORT: String(port), LICENSE_METRICS_STORE_REFRESH: '1' });
+      serve = await daemon('3h');
+      prometheus = await startPrometheus([{ address: `127.0.0.1:${port}` }], { ruleFiles: [RULES] });
+      assert.equal(await prometheus.waitFor('license_server_backup_max_age_seconds', (value) => value > 0), 3 * HOUR);
+      const seen = await prometheus.waitFor('license_server_store_backup_last_success_timestamp_seconds{trigger="scheduled"}', (value) => value > 0);
+      assert.equal(Math.round(seen), Math.round(madeAt.getTime() / 1000));
+      // An evaluation that saw both series: the rule holds no alert.
+      const since = Date.now();
+      const evaluated = await waitForRule(prometheus, (rule) => Date.parse(rule.lastEvaluation) > since + 1000);
+      assert.equal(evaluated.health, 'ok', JSON.stringify(evaluated));
+      assert.equal(evaluated.state, 'inactive', JSON.stringify(evaluated));
+      assert.deepEqual(evaluated.alerts, []);
+
+      assert.equal((await serve.stop()).code, 0);
+      serve = await daemon('1h');
+      await prometheus.waitFor('license_server_backup_max_age_seconds', (value) => value === HOUR);
+      const pending = await waitForRule(prometheus, (rule) => rule.alerts.length > 0);
+      // `for: 10m` keeps it pending here; promtool's test above shows it firing after that.
+      assert.equal(pending.state, 'pending', JSON.stringify(pending));
+      const age = Number(pending.alerts[0]!.value);
+      assert.ok(age > 2 * HOUR && age < 3 * HOUR, `the alert's value is the backup's age: ${age} s`);
+    });
+  });
+});
+
+type Rule = Awaited<ReturnType<TestPrometheus['alertRules']>>[number];
+
+/**
+ * The rule once `accept` takes it. Bounded by Prometheus's own work, not by seconds: it gives
+ * up after `evaluations` evaluations of the rule (one a second, whatever the machine's load).
+ */
+async function waitForRule(prometheus: TestPrometheus, accept: (rule: Rule) => boolean, evaluations = 15): Promise<Rule> {
+  const seen = new Set<string>();
+  let last: Rule | undefined;
+  while (seen.size <= evaluations) {
+    last = (await prometheus.alertRules()).find((candidate) => candidate.name === 'LicenseServerBackupStale');
+    if (!last) throw new Error(`Prometheus has no rule LicenseServerBackupStale:\n${prometheus.log()}`);
+    if (accept(last)) return last;
+    seen.add(last.lastEvaluation);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`after ${evaluations} evaluations of LicenseServerBackupStale: ${JSON.stringify(last)}`);
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { READ_SPACING, STALE_AFTER_INTERVALS, StoreFiguresCache, waitAfterRead } from '../../../src/lib/metrics/store-figures-cache.js';
+import type { StoreFigures } from '../../../src/lib/metrics/store-figures.js';
+
+const FIGURES = { seatsInUse: 7 } as unknown as StoreFigures;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(probe: () => boolean): Promise<void> {
+  // Bounded by the suite's timeout.
+  while (!probe()) await sleep(5);
+}
+
+describe('metrics: the background read of the store\'s figures (store-figures-cache.ts)', () => {
+  it('waits the interval after a quick read, and 19 times the read after a slow one', () => {
+    assert.equal(waitAfterRead(30_000, 200), 30_000);
+    assert.equal(waitAfterRead(30_000, 2_000), 38_000);
+    assert.equal(READ_SPACING * 2_000, 38_000);
+  });
+
+  it('spaces slow reads so that reading takes at most 5 % of the time', async () => {
+    const reads: Array<{ start: number; end: number }> = [];
+    const cache = new StoreFiguresCache({
+      read: async () => {
+        const start = performance.now();
+        await sleep(20);
+        reads.push({ start, end: performance.now() });
+        return FIGURES;
+      },
+      intervalMs: () => 1,
+      clock: () => new Date(),
+    });
+    cache.start();
+    try {
+      await until(() => reads.length >= 3);
+    } finally {
+      cache.close();
+    }
+    for (let i = 1; i < reads.length; i += 1) {
+      const previous = reads[i - 1]!;
+      const gap = reads[i]!.start - previous.end;
+      // The cache measures the read a little longer than the read measures itself: allow 1 ms of timer rounding.
+      assert.ok(gap >= READ_SPACING * (previous.end - previous.start) - 1, `read ${i} started ${gap.toFixed(1)} ms after a read of ${(previous.end - previous.start).toFixed(1)} ms`);
+    }
+  });
+
+  it('keeps the last good figures when a read fails, says so, and is fresh again after a good read', async () => {
+    let failing = false;
+    let reads = 0;
+    const errors: unknown[] = [];
+    const cache = new StoreFiguresCache({
+      read: async () => {
+        reads += 1;
+        if (failing) throw new Error('the database is down');
+        return FIGURES;
+      },
+      intervalMs: () => 1,
+      clock: () => new Date(),
+      onError: (error) => errors.push(error),
+    });
+    cache.start();
+    try {
+      await until(() => cache.fresh());
+      failing = true;
+      await until(() => errors.length > 0);
+      assert.equal(cache.fresh(), false);
+      assert.equal(cache.snapshot().failed, true);
+      assert.equal(cache.snapshot().figures, FIGURES);
+      assert.match(String(errors[0]), /the database is down/);
+      failing = false;
+      const before = reads;
+      await until(() => reads > before && cache.fresh());
+    } finally {
+      cache.close();
+    }
+  });
+
+  it('is stale past three intervals without a new read, as when a read hangs', async () => {
+    let time = Date.parse('2026-01-01T00:00:00.000Z');
+    const interval = 60_000;
+    // The fake clock moves; the next real read is a minute away, far past this test.
+    const cache = new StoreFiguresCache({ read: async () => FIGURES, intervalMs: () => interval, clock: () => new Date(time) });
+    cache.start();
+    try {
+      await until(() => cache.fresh());
+      time += STALE_AFTER_INTERVALS * interval;
+      assert.equal(cache.ageSeconds(), (STALE_AFTER_INTERVALS * interval) / 1000);
+      assert.equal(cache.fresh(), true);
+      time += 1;
+      assert.equal(cache.fresh(), false);
+      assert.equal(cache.snapshot().figures, FIGURES);
+    } finally {
+      cache.close();
+    }
+  });
+});
