@@ -48,7 +48,7 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     if (this.flags['dry-run']) {
       const { previewRestore } = await import('../../lib/backup/restore-preview.js');
       const preview = await withProgress(interactive, 'Checking the backup', (progress) =>
-        previewRestore({ ...where, onDownload: (size) => progress.phase(phases.download, size), onProgress: (bytes) => progress.bytes(bytes) }),
+        previewRestore({ ...where, onPhase: (phase, total) => progress.phase(phases[phase], total), onProgress: (bytes) => progress.bytes(bytes) }),
       );
       this.show(previewLines(preview));
       return preview;

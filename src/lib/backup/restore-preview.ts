@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import path from 'node:path';
 import type { ResolvedConfig } from '../config/resolve.js';
@@ -37,7 +38,8 @@ export interface PreviewOptions {
   readonly target?: string;
   /** The store as the caller has it open (the daemon); otherwise it is opened here, if there is one. */
   readonly db?: Database;
-  readonly onDownload?: (size: number) => void;
+  /** As restoreBackup's: the download from a target, then the read of the archive. */
+  readonly onPhase?: (phase: 'download' | 'validate', totalBytes?: number) => void;
   readonly onProgress?: (bytes: number) => void;
 }
 
@@ -57,11 +59,12 @@ export async function previewRestore(options: PreviewOptions): Promise<RestorePr
     reference: options.reference,
     directory: path.resolve(options.directory ?? settings.backup.path),
     ...(options.target === undefined ? {} : { target: options.target }),
-    ...(options.onDownload ? { onDownload: options.onDownload } : {}),
+    onDownload: (size) => options.onPhase?.('download', size),
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
   let manifest: Manifest;
   try {
+    options.onPhase?.('validate', (await stat(source.file)).size);
     ({ manifest } = await verifyArchive(source.file, {
       key: settings.backup.encryptionKey,
       expected: source.record,
