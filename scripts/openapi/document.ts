@@ -200,7 +200,7 @@ const operations: Operation[] = [
   { method: 'post', path: '/api/backups/{backup_id}/validate', id: 'validateBackup', tag: 'Backups', summary: 'Validate a backup thoroughly', access: 'admin', scope: 'backups', body: requests.validateBackup, bodyOptional: true, answers: { 200: json(ref('BackupValidation'), 'Every check passed.') }, errors: [404, 409, 422, 502] },
   {
     method: 'post', path: '/api/backups/{backup_id}/restore', id: 'restoreBackup', tag: 'Backups', summary: 'Restore a backup, or preview it', access: 'admin', scope: 'restore', body: requests.restore, bodyOptional: true,
-    answers: { 200: json({ oneOf: [ref('RestoreReport'), ref('RestorePreview')] }, 'The report, or with `dry_run` what the restore would do to the signing keys.') },
+    answers: { 200: json({ oneOf: [ref('RestoreReport'), ref('RestorePreview')] }, 'The report, or with `dry_run` the rehearsal\'s answer: the backup checked as the restore checks it, and what the restore would do to the signing keys. Another server\'s backup is restored only with `replace_keys` from an `admin` token.') },
     errors: [404, 409, 422, 502],
   },
   { method: 'post', path: '/api/backups/{backup_id}/copy', id: 'copyBackup', tag: 'Backups', summary: 'Copy a backup to off-site targets now', access: 'admin', scope: 'backups', body: requests.copy, bodyOptional: true, answers: { 200: json(ref('BackupCopies'), 'Each copy and its outcome.') }, errors: [404, 409, 502] },

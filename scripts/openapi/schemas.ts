@@ -436,7 +436,7 @@ export const requests = {
   rotate: object({ prepare: boolean }, ['prepare']),
   retire: object({ force: boolean }, ['force']),
   validateBackup: object({ target: string }, ['target']),
-  restore: object({ confirm: string, keep_revocations: boolean, force: boolean, dry_run: boolean, target: string }, ['confirm', 'keep_revocations', 'force', 'dry_run', 'target']),
+  restore: object({ confirm: string, keep_revocations: boolean, force: boolean, dry_run: boolean, target: string, replace_keys: boolean }, ['confirm', 'keep_revocations', 'force', 'dry_run', 'target', 'replace_keys']),
   copy: object({ to: { ...array(string), minItems: 1 } }, ['to']),
   validate: object(
     {

@@ -4,6 +4,7 @@ import { LicenseServerError } from '../lib/errors.js';
 import type { BackupRecord } from '../lib/backup/repository.js';
 import type { Trigger } from '../lib/backup/archive/manifest.js';
 import type { RestoreReport } from '../lib/backup/restore.js';
+import type { RestoreSource } from '../lib/backup/restore-source.js';
 import type { RouteDependencies } from './route-dependencies.js';
 import type { ServingState } from './serving-state.js';
 
@@ -33,28 +34,37 @@ export async function unencryptedWarning(state: ServingState): Promise<string | 
  * A restore while serving: new requests get 503 with Retry-After, requests in flight finish,
  * the pre-restore backup is taken, the database is closed and swapped, the configuration and
  * signing key are loaded again, and serving resumes. No request sees a mix of old and new
- * data; when anything fails, the old database is opened again and keeps serving.
+ * data; when anything fails, the old database is opened again and keeps serving. A backup on a
+ * target is downloaded (into a staging area) before the daemon pauses, so that it serves on
+ * meanwhile, and an archive the target may not hand back unencrypted is refused before then.
  */
 export async function restoreWhileServing(
   deps: RouteDependencies,
   reference: string,
   context: OperationContext,
-  options: { keepRevocations?: boolean; force?: boolean } = {},
+  options: { keepRevocations?: boolean | undefined; force?: boolean | undefined; replaceKeys?: boolean; target?: string } = {},
 ): Promise<RestoreReport> {
-  const { restoreBackup } = await import('../lib/backup/restore.js');
-  // This request stays in flight; every other one is waited for.
-  await deps.maintenance.begin(30, 1, 10_000);
+  const [{ restoreBackup }, { openRestoreSource }] = await Promise.all([import('../lib/backup/restore.js'), import('../lib/backup/restore-source.js')]);
+  const { config } = deps.state;
+  let source: RestoreSource | undefined;
+  let paused = false;
   let closed = false;
   try {
+    if (options.target !== undefined) source = await openRestoreSource({ config, reference, directory: config.settings.backup.path, target: options.target });
+    // This request stays in flight; every other one is waited for.
+    await deps.maintenance.begin(30, 1, 10_000);
+    paused = true;
     const report = await restoreBackup({
-      config: deps.state.config,
+      config,
       reference,
+      ...(source ? { source } : {}),
       toolVersion: deps.toolVersion,
       context,
       inDaemon: true,
       daemonLock: deps.state.daemonLock,
       keepRevocations: options.keepRevocations,
       force: options.force,
+      replaceKeys: options.replaceKeys === true,
       beforeSwap: async () => {
         closed = true;
         await deps.state.closeDatabase();
@@ -73,11 +83,12 @@ export async function restoreWhileServing(
     if (closed) await deps.state.reopen(false);
     // The restore wrote its own entry on success; a refused or failed one leaves this trace.
     const code = error instanceof LicenseServerError ? error.code : 'INTERNAL';
-    await appendAudit(deps.state.db, context, { action: 'backup.restore_failed', entityType: 'backup', entityId: reference, details: { code } }).catch((auditError: unknown) =>
+    await appendAudit(deps.state.db, context, { action: 'backup.restore_failed', entityType: 'backup', entityId: reference, details: { code, ...(options.target === undefined ? {} : { target: options.target }) } }).catch((auditError: unknown) =>
       deps.log({ time: new Date().toISOString(), level: 'error', msg: 'cannot audit a failed restore', backup_id: reference, error: auditError instanceof Error ? auditError.message.slice(0, 200) : String(auditError) }),
     );
     throw error;
   } finally {
-    deps.maintenance.end();
+    await source?.dispose();
+    if (paused) deps.maintenance.end();
   }
 }

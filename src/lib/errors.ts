@@ -278,6 +278,16 @@ export const ERROR_TABLE = {
     hint: 'Stop the daemon first, or restore through its API (POST /api/backups/{id}/restore).',
   },
   RESTORE_NOT_CONFIRMED: { exit: EXIT.usage, http: 400, hint: 'Pass --yes to restore without a prompt.' },
+  RESTORE_KEYS_NOT_CONFIRMED: {
+    exit: EXIT.usage,
+    http: 400,
+    hint: '`backup restore --dry-run` shows the keys it would replace. If this server is to take the backup\'s keys and admin tokens, confirm that on its own: --replace-keys (API: "replace_keys": true, with an admin token; admin page: tick the box the form shows).',
+  },
+  BACKUP_UNENCRYPTED_REFUSED: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'Restore an encrypted backup from the target, or set allow_unencrypted: true on the target only if everyone who can write to it may hand this server its data.',
+  },
   BACKUP_INVALID: { exit: EXIT.backup, http: 422, hint: 'This file is not a license-server backup, or not a complete one.' },
   BACKUP_CORRUPT: { exit: EXIT.backup, http: 422, hint: 'The file is damaged; use another backup.' },
   BACKUP_UNSUPPORTED: { exit: EXIT.backup, http: 422, hint: 'Restore it with a license-server as new as the one that made it.' },

@@ -76,7 +76,8 @@ describe('backup restore across engines', () => {
     ok(await runCli(['customer', 'create', '--name', 'Already on PostgreSQL'], { env: target }));
     const old = await snapshotTables(target.LICENSE_DATABASE_URL);
 
-    const result = ok(await runCli(['backup', 'restore', source.file, '--yes'], { env: target }));
+    // Both stores ran init: each one's backup is another server's for the other (issue 35, item 1).
+    const result = ok(await runCli(['backup', 'restore', source.file, '--yes', '--replace-keys'], { env: target }));
     const rows = Object.values(rowCounts(source.rows)).reduce((sum, n) => sum + n, 0);
     assert.match(result.stdout, new RegExp(`^moved from SQLite to PostgreSQL: ${TABLES.length} tables, ${rows} rows; database\\.url is unchanged$`, 'm'));
     const restored = await snapshotTables(target.LICENSE_DATABASE_URL);
@@ -95,7 +96,7 @@ describe('backup restore across engines', () => {
     // The replaced PostgreSQL data is the pre-restore backup: restoring it brings it back whole.
     const [pre] = ok(await runCli(['backup', 'list', '--json'], { env: target })).json().filter((b: { trigger: string }) => b.trigger === 'pre-restore');
     assert.equal(pre.engine, 'postgres');
-    ok(await runCli(['backup', 'restore', pre.backup_id, '--yes'], { env: target }));
+    ok(await runCli(['backup', 'restore', pre.backup_id, '--yes', '--replace-keys'], { env: target }));
     assert.equal(differenceFrom(await snapshotTables(target.LICENSE_DATABASE_URL), old), undefined);
   });
 

@@ -116,7 +116,7 @@ forEachEngine('restore and the signing keys made or retired after the backup', (
     assert.deepEqual((await keys()).map((key) => key.state), ['verify-only', 'active']);
   });
 
-  it('names another server\'s backup before (the refusal without --yes, --dry-run) and after (the report): its keys and admin tokens replace this server\'s', async () => {
+  it('names another server\'s backup before (the refusal without --yes, --dry-run) and after (the report): its keys and admin tokens replace this server\'s, only with --replace-keys', async () => {
     const here = await store('here');
     const there = await store('there');
     const backup = ok(await there.cli(['backup', 'create', '--json'])).json();
@@ -131,7 +131,7 @@ forEachEngine('restore and the signing keys made or retired after the backup', (
     const refused = await here.cli(['backup', 'restore', file]);
     assert.equal(refused.code, 2, refused.stderr);
     assert.match(refused.stderr, /\(RESTORE_NOT_CONFIRMED\)/);
-    assert.match(refused.stderr, new RegExp(`pass --yes; backup ${backup.backup_id} is another server's \\(it shares no signing key with this one\\): its signing keys and admin tokens would replace this server's`));
+    assert.match(refused.stderr, new RegExp(`pass --yes; backup ${backup.backup_id} is another server's \\(it shares no signing key with this one\\): its signing keys and admin tokens would replace this server's, which needs --replace-keys too`));
     const dry = ok(await here.cli(['backup', 'restore', file, '--dry-run', '--json'])).json();
     const changes = [
       { key_id: ours!.key_id, before: 'active', backup: null, after: null },
@@ -142,7 +142,12 @@ forEachEngine('restore and the signing keys made or retired after the backup', (
     assert.match(dryText.stderr, /^warning: backup \S+ is another server's .*would replace this server's$/m);
     assert.deepEqual((await here.keys()).map((key) => key.key_id), [ours!.key_id], 'a dry run changes nothing');
 
-    const restored = ok(await here.cli(['backup', 'restore', file, '--yes']));
+    // --yes confirms the restore, never the replacement of this server's keys and tokens (issue 35, item 1).
+    const unconfirmed = await here.cli(['backup', 'restore', file, '--yes']);
+    assert.equal(unconfirmed.code, 2, unconfirmed.stderr);
+    assert.match(unconfirmed.stderr, /\(RESTORE_KEYS_NOT_CONFIRMED\)/);
+    assert.deepEqual((await here.keys()).map((key) => key.key_id), [ours!.key_id], 'a refused restore changes nothing');
+    const restored = ok(await here.cli(['backup', 'restore', file, '--yes', '--replace-keys']));
     assert.match(restored.stderr, new RegExp(`^warning: backup ${backup.backup_id} is another server's \\(it shares no signing key with this one\\): its signing keys and admin tokens replaced this server's$`, 'm'));
     assert.match(restored.stdout, new RegExp(`^signing key ${ours!.key_id}: removed from the key set \\(before the restore: active; in the backup: not in it\\)$`, 'm'));
     const [audit] = ok(await here.cli(['audit', 'list', '--action', 'backup.restored', '--json'])).json();
@@ -154,15 +159,15 @@ forEachEngine('restore and the signing keys made or retired after the backup', (
     verifyLicenseFile(readFileSync(signed), { publicKey: theirs!.public_key_pem });
   });
 
-  it('keeps a key retired after a backup older than schema 5 retired (merged once the backup is migrated)', async () => {
+  /** A backup of a store at schema 4, before keys had ids and states (and before manifests listed them), with one key. */
+  async function schema4Backup(name: string) {
     const { migrate } = await import('../../src/lib/storage/migrations.js');
     const { createBackup } = await import('../../src/lib/backup/create.js');
     const { resolveConfig } = await import('../../src/lib/config/resolve.js');
     const { ed25519 } = await import('@noble/curves/ed25519.js');
     const source = await fixture.freshUrl();
-    const env = { LICENSE_DATABASE_URL: source, LICENSE_BACKUP_PATH: path.join(work, 'v4', 'backups'), LICENSE_ADMIN_TOKEN: TOKEN };
+    const env = { LICENSE_DATABASE_URL: source, LICENSE_BACKUP_PATH: path.join(work, name, 'backups'), LICENSE_ADMIN_TOKEN: TOKEN };
     const db = await openDatabase(source, { migrate: false });
-    let backupId: string;
     const seed = ed25519.utils.randomSecretKey();
     try {
       await migrate(db, 4);
@@ -174,10 +179,15 @@ forEachEngine('restore and the signing keys made or retired after the backup', (
       ]);
       const record = await createBackup({ db, config: await resolveConfig({ env, cwd: work }), trigger: 'manual', toolVersion: 'old', context: { actor: 'test' } });
       assert.equal(record.schema_version, 4);
-      backupId = record.backup_id;
+      assert.equal(record.signing_keys, undefined, 'a schema 4 store lists no keys in the manifest');
+      return { env, backupId: record.backup_id, file: path.join(env.LICENSE_BACKUP_PATH, record.file), seed };
     } finally {
       await db.close();
     }
+  }
+
+  it('keeps a key retired after a backup older than schema 5 retired (merged once the backup is migrated)', async () => {
+    const { env, backupId, seed } = await schema4Backup('v4');
     const target = await fixture.freshUrl();
     const targetEnv = { ...env, LICENSE_DATABASE_URL: target };
     const cli = (args: string[]) => runCli(args, { env: targetEnv, cwd: work });
@@ -197,5 +207,43 @@ forEachEngine('restore and the signing keys made or retired after the backup', (
     assert.equal(report.signing_keys.erase_warning, null);
     const chunks = await storedBytes(fixture.engine, target, await relationFiles(fixture.engine, target));
     assert.ok(!holdsSeed(chunks, Buffer.from(seed)), 'the retired key\'s seed is not in the restored database files');
+  });
+
+  it('decides from the data, before anything is taken, that a backup listing no keys (older than schema 5) is another server\'s', async () => {
+    const { file, backupId } = await schema4Backup('v4-foreign');
+    const here = await store('here-v4');
+    const ours = (await here.keys()).map((key) => key.key_id);
+    const refused = await here.cli(['backup', 'restore', file, '--yes']);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.match(refused.stderr, new RegExp(`backup ${backupId} is another server's .*\\(RESTORE_KEYS_NOT_CONFIRMED\\)`));
+    assert.deepEqual((await here.keys()).map((key) => key.key_id), ours);
+    assert.deepEqual(ok(await here.cli(['backup', 'list', '--json'])).json(), [], 'no pre-restore backup was taken');
+    const report = ok(await here.cli(['backup', 'restore', file, '--yes', '--replace-keys', '--json'])).json();
+    assert.equal(report.signing_keys.another_server, true);
+    assert.notDeepEqual((await here.keys()).map((key) => key.key_id), ours);
+  });
+
+  it('refuses a backup whose key has one of this server\'s key ids with another public key: it would pass for this server\'s and retire its key', async () => {
+    const here = await store('forged-here');
+    const forger = await store('forger');
+    const [ours] = await here.keys();
+    const { ed25519 } = await import('@noble/curves/ed25519.js');
+    const db = await openDatabase(forger.url);
+    try {
+      // Our key id (public, in the key set), with the forger's own public key, retired.
+      await db.execute(
+        `INSERT INTO signing_keys (id, key_id, algorithm, public_key, private_key, sealed_with, key_id_in_files, is_current, created_at, deactivated_at, retired_at)
+         VALUES (?, ?, 'Ed25519', ?, NULL, NULL, ?, ?, '2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z', '2026-01-03T00:00:00.000Z')`,
+        [randomUUID(), ours!.key_id, ed25519.getPublicKey(ed25519.utils.randomSecretKey()), true, false],
+      );
+    } finally {
+      await db.close();
+    }
+    const forged = ok(await forger.cli(['backup', 'create', '--json'])).json();
+    const file = path.join(work, 'forger', 'backups', forged.file);
+    const refused = await here.cli(['backup', 'restore', file, '--yes']);
+    assert.equal(refused.code, 13, refused.stderr);
+    assert.match(refused.stderr, new RegExp(`signing key ${ours!.key_id} has another public key than this server's key of that id.*\\(BACKUP_CORRUPT\\)`));
+    assert.deepEqual((await here.keys()).map((key) => [key.key_id, key.state]), [[ours!.key_id, 'active']], 'this server\'s key is as it was');
   });
 });

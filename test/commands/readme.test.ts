@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -197,5 +197,30 @@ describe('README.md', () => {
     });
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
+  });
+
+  it('is right, in "Recovering a lost host", about what a restore does to the named configuration file (issue 35, item 19)', async () => {
+    const section = readme.slice(readme.indexOf('### Recovering a lost host'), readme.indexOf('## Moving from SQLite to PostgreSQL'));
+    const text = section.replace(/\s+/g, ' ');
+    assert.match(text, /keeping this host's `backup\.encryption_key`, `signing\.key_encryption_key`, `admin_token` and `database\.url` from the file it replaces/);
+    assert.match(text, /kept beside it as `<file>\.replaced-<UTC time>`, such as `config\.yaml\.replaced-\d{8}T\d{9}Z`/);
+    for (const item of ['`backup.targets`', '`*_file` and `*_env`', '`known_hosts_file`', '`backup.encryption_key`', '`signing.key_encryption_key`', '`LICENSE_ADMIN_TOKEN`']) assert.ok(text.includes(item), item);
+
+    const config = path.join(work, 'config.yaml');
+    writeFileSync(config, '# the backed-up host\nissuer: backed-up\n');
+    const env = { LICENSE_CONFIG: config, LICENSE_DATA_DIR: path.join(work, 'data') };
+    const cli = (...args: string[]) => runCli(args, { env, cwd: work });
+    ok(await cli('init'));
+    const made = ok(await cli('backup', 'create', '--json')).json();
+    const here = `# edited on this host\nissuer: this-host\nadmin_token: readme-restore-admin-token-0123456789\ndatabase:\n  url: ${path.join(work, 'data', 'license-server.db')}\n`;
+    writeFileSync(config, here);
+    const report = ok(await cli('backup', 'restore', made.backup_id, '--yes', '--json')).json();
+    assert.equal(path.dirname(report.replaced_config), path.dirname(config));
+    assert.match(path.basename(report.replaced_config), /^config\.yaml\.replaced-\d{8}T\d{9}Z$/);
+    assert.equal(readFileSync(report.replaced_config, 'utf8'), here, 'the replaced file is kept whole');
+    const restored = readFileSync(config, 'utf8');
+    assert.match(restored, /^issuer: backed-up$/m, 'the file is the backup\'s');
+    assert.match(restored, /^admin_token: readme-restore-admin-token-0123456789$/m, 'with this host\'s secrets');
+    assert.ok(restored.includes(path.join(work, 'data', 'license-server.db')), 'and this host\'s database.url');
   });
 });

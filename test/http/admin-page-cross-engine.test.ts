@@ -62,6 +62,12 @@ describe('the admin page restoring a backup of the other engine', function () {
     // Another server's backup (issue 23, item 5): the form says what it replaces before the restore.
     await page.locator('#restore-preview', { hasText: "This backup is another server's (it shares no signing key with this one): its signing keys and admin tokens would replace this server's." }).waitFor();
     await page.getByLabel('Type the backup id to confirm').fill(backup.backup_id);
+    // The id typed confirms the restore, never the replacement of this server's keys and tokens (issue 35, item 1).
+    await page.getByRole('button', { name: 'Restore', exact: true }).click();
+    await page.getByText(/\(RESTORE_KEYS_NOT_CONFIRMED\)/).waitFor();
+    const replaceKeys = page.getByLabel("Let the backup's signing keys and tokens replace this server's");
+    assert.equal(await replaceKeys.isChecked(), false, 'off by default');
+    await replaceKeys.check();
     await page.getByRole('button', { name: 'Restore', exact: true }).click();
     const message = page.getByText(new RegExp(`^Restored backup ${backup.backup_id}; the previous state is backup \\S+\\. Moved from SQLite to PostgreSQL: \\d+ rows\\.`));
     await message.waitFor();

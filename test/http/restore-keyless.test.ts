@@ -46,7 +46,11 @@ describe('a restore through the daemon of a backup without a signing key', () =>
     serve = await startServe({ LICENSE_DATABASE_URL: path.join(work, 'live', 'license-server.db'), LICENSE_BACKUP_PATH: backups, LICENSE_ADMIN_TOKEN: token });
     const call = (method: string, route: string, body?: unknown) => api(serve!.url, method, route, { token, ...(body === undefined ? {} : { body }) });
     const before = (await call('GET', '/api/signing-key')).body.public_key_pem;
-    const restored = await call('POST', `/api/backups/${backupId}/restore`, { confirm: backupId });
+    // The store being replaced has the key the daemon made at start, which the backup lacks:
+    // the backup is another server's for it, and only replace_keys lets it in (issue 35, item 1).
+    const refused = await call('POST', `/api/backups/${backupId}/restore`, { confirm: backupId });
+    assert.equal(refused.body.error?.code, 'RESTORE_KEYS_NOT_CONFIRMED', refused.text);
+    const restored = await call('POST', `/api/backups/${backupId}/restore`, { confirm: backupId, replace_keys: true });
     assert.equal(restored.status, 200, restored.text);
 
     // A checkout first: nothing else may have made the key on the way.

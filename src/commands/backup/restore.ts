@@ -6,13 +6,11 @@ import { LicenseServerError } from '../../lib/errors.js';
 import type { RestoreReport } from '../../lib/backup/restore.js';
 import type { RestorePreview } from '../../lib/backup/restore-preview.js';
 import { anotherServerWarning, previewLines, reportLines, type OutputLine } from '../../cli/restore-output.js';
-import { withTarget } from '../../cli/targets.js';
-import type { ResolvedConfig } from '../../lib/config/resolve.js';
 
 export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
   static override description = `Restore a backup: database, configuration and notification settings.
 Validates the backup first and takes a pre-restore backup of the current state. SQLite is swapped atomically; PostgreSQL is replaced in one transaction. A backup of the other engine is converted (SQLite to PostgreSQL and back): database.url decides where the data goes. Refuses while a daemon uses the database (restore through its API instead). Asks for confirmation on a terminal; scripts pass --yes.
-Revocations made after the backup survive it: admin tokens revoked in the replaced database stay revoked, always; licenses, customers and machines deactivated there stay deactivated unless --no-keep-revocations. Signing keys never move back: a key retired after the backup stays retired, one made after it is carried over. A backup of another server (no signing key in common) replaces this server's signing keys and admin tokens; the question, the refusal without --yes and --dry-run say so. The report lists all of it.`;
+Revocations made after the backup survive it: admin tokens revoked in the replaced database stay revoked, always; licenses, customers and machines deactivated there stay deactivated unless --no-keep-revocations. Signing keys never move back: a key retired after the backup stays retired, one made after it is carried over. A backup of another server (no signing key in common) replaces this server's signing keys and admin tokens, and only with --replace-keys (--yes never covers it); the question, the refusal without --yes and --dry-run say so. --dry-run rehearses the restore, failing where it would. The report lists all of it.`;
   static override examples = [
     '<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c',
     '<%= config.bin %> backup restore /mnt/usb/20261122T101500123Z-3f9a1c.backup.tar.gz.enc --yes',
@@ -20,16 +18,20 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
   ];
   static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file (e.g. copied to a new host).', required: true }) };
   static override flags = {
-    yes: Flags.boolean({ description: 'Restore without asking.', default: false }),
+    yes: Flags.boolean({ description: 'Restore without asking. Never covers another server\'s signing keys and admin tokens: see --replace-keys.', default: false }),
+    'replace-keys': Flags.boolean({
+      description: 'Let a backup of another server (one that shares no signing key with this one) replace this server\'s signing keys and admin tokens. Without it such a restore is refused (RESTORE_KEYS_NOT_CONFIRMED), --yes or not; on a terminal it is asked separately.',
+      default: false,
+    }),
     path: Flags.string({ description: 'Backup directory (default: backup.path).' }),
-    target: Flags.string({ description: 'Restore from this off-site target (backup.targets): the backup is downloaded into the backup directory first, checked against the target\'s index. Needs only the configuration, the backup key and the target\'s credentials: for a fresh host.' }),
+    target: Flags.string({ description: 'Restore from this off-site target (backup.targets): the backup is downloaded into a staging area under the backup directory, checked against the target\'s index, and listed as a local backup only once it is restored. An unencrypted one is refused unless the target says allow_unencrypted: true. Needs only the configuration, the backup key and the target\'s credentials: for a fresh host.' }),
     'keep-revocations': Flags.boolean({
       description: 'Keep licenses and customers that were deactivated after the backup deactivated (the default); --no-keep-revocations restores them as the backup has them. Revoked admin tokens stay revoked either way.',
       default: true,
       allowNo: true,
     }),
     'dry-run': Flags.boolean({
-      description: 'Say what the restore would do to the signing keys (and whether the backup is another server\'s, whose keys and admin tokens would replace this server\'s), changing nothing.',
+      description: 'Rehearse the restore, changing nothing: read and check the whole backup as the restore would (the key, every chunk and checksum, the schema; from a target, the download), failing where it would, and say what it would do to the signing keys (and whether the backup is another server\'s, whose keys and admin tokens would replace this server\'s).',
       default: false,
     }),
     force: Flags.boolean({
@@ -40,28 +42,33 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
 
   async run(): Promise<RestoreReport | RestorePreview> {
     const config = await this.resolveConfig();
-    if (this.flags.target !== undefined) await this.download(config, this.flags.target);
-    if (this.flags['dry-run'] || !this.flags.yes) {
+    const where = { config, reference: this.args.backup, directory: this.flags.path, target: this.flags.target };
+    const interactive = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
+    const phases = { download: `Downloading from ${this.flags.target}`, validate: 'Validating the backup', convert: 'Converting it for this database engine', 'safety-backup': 'Backing up the current state', restore: 'Restoring' };
+    if (this.flags['dry-run']) {
       const { previewRestore } = await import('../../lib/backup/restore-preview.js');
-      const preview = await previewRestore({ config, reference: this.args.backup, directory: this.flags.path });
-      if (this.flags['dry-run']) {
-        this.show(previewLines(preview));
-        return preview;
-      }
-      await this.confirm(preview);
+      const preview = await withProgress(interactive, 'Checking the backup', (progress) =>
+        previewRestore({ ...where, onPhase: (phase, total) => progress.phase(phases[phase], total), onProgress: (bytes) => progress.bytes(bytes) }),
+      );
+      this.show(previewLines(preview));
+      return preview;
+    }
+    let replaceKeys = this.flags['replace-keys'];
+    if (!this.flags.yes) {
+      const { describeRestore } = await import('../../lib/backup/restore-preview.js');
+      replaceKeys = await this.confirm(await describeRestore(where), replaceKeys);
     }
     const { restoreBackup } = await import('../../lib/backup/restore.js');
     // The restored store's rules send its backup.restored.
-    const report = await this.delivering(() => withProgress(Boolean(process.stderr.isTTY) && !this.jsonEnabled(), 'Restoring', (progress) =>
+    const report = await this.delivering(() => withProgress(interactive, 'Restoring', (progress) =>
       restoreBackup({
-        config,
-        reference: this.args.backup,
+        ...where,
         toolVersion: this.config.version,
         context: this.operationContext(),
-        directory: this.flags.path,
         keepRevocations: this.flags['keep-revocations'],
         force: this.flags.force,
-        onPhase: (phase, total) => progress.phase({ validate: 'Validating the backup', convert: 'Converting it for this database engine', 'safety-backup': 'Backing up the current state', restore: 'Restoring' }[phase], total),
+        replaceKeys,
+        onPhase: (phase, total) => progress.phase(phases[phase], total),
         onProgress: (bytes) => progress.bytes(bytes),
       }),
     ));
@@ -89,16 +96,6 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     else this.say(line);
   }
 
-  /** Brings the target's copy into the backup directory as a listed backup; the restore then goes on by its id. */
-  private async download(config: ResolvedConfig, name: string): Promise<void> {
-    const { fetchBackup } = await import('../../lib/backup/targets/copy.js');
-    const directory = this.flags.path ?? config.settings.backup.path;
-    const record = await withProgress(Boolean(process.stderr.isTTY) && !this.jsonEnabled(), `Downloading from ${name}`, (progress) =>
-      withTarget(config, name, (target) => fetchBackup(target, this.args.backup, directory, { onProgress: (bytes) => progress.bytes(bytes) })),
-    );
-    this.warnLine(`backup ${record.backup_id} downloaded from target ${name} into ${directory} and checked (${record.size} bytes, SHA-256 ${record.sha256})`);
-  }
-
   private show(lines: readonly OutputLine[]): void {
     for (const line of lines) {
       if (line.warning) this.warnLine(line.text);
@@ -106,15 +103,23 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     }
   }
 
-  /** Asks on a terminal; elsewhere refuses, saying what --yes would replace. */
-  private async confirm(preview: RestorePreview): Promise<void> {
+  /**
+   * Asks on a terminal; elsewhere refuses, saying what --yes would replace. Another server's
+   * keys and admin tokens are asked about on their own, unless --replace-keys said so already:
+   * returns whether they may be replaced.
+   */
+  private async confirm(preview: RestorePreview, replaceKeys: boolean): Promise<boolean> {
     const foreign = anotherServerWarning(preview);
     if (!process.stdin.isTTY || !process.stdout.isTTY || this.jsonEnabled()) {
-      throw new LicenseServerError('RESTORE_NOT_CONFIRMED', `a restore replaces the current data; without a terminal to ask on, pass --yes${foreign ? `; ${foreign}` : ''}`);
+      throw new LicenseServerError('RESTORE_NOT_CONFIRMED', `a restore replaces the current data; without a terminal to ask on, pass --yes${foreign ? `; ${foreign}, which needs --replace-keys too` : ''}`);
     }
     const question = `Replace the current data with backup ${this.args.backup}? A pre-restore backup is taken first.${foreign ? ` Careful: ${foreign}.` : ''}`;
     const { default: inquirer } = await import('inquirer');
     const { proceed } = await inquirer.prompt([{ type: 'confirm', name: 'proceed', message: question, default: false }]);
     if (!proceed) throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the restore was not confirmed; nothing was changed');
+    if (!foreign || replaceKeys) return replaceKeys;
+    const { replace } = await inquirer.prompt([{ type: 'confirm', name: 'replace', message: 'This server\'s signing keys and admin tokens are replaced by the backup\'s: files signed here stop verifying against its key set, and its tokens are the ones that work. Replace them?', default: false }]);
+    if (!replace) throw new LicenseServerError('RESTORE_KEYS_NOT_CONFIRMED', 'replacing this server\'s signing keys and admin tokens was not confirmed; nothing was changed');
+    return true;
   }
 }

@@ -278,14 +278,23 @@ function openRestore(id, target) {
   $('#restore-from').textContent = target ? ` from target ${target}` : '';
   $('#restore-confirm').value = '';
   $('#restore-confirm').focus();
-  // What it would do to the signing keys, above all when the backup is another server's.
-  $('#restore-preview').textContent = '';
+  // Another server's keys and tokens replace this one's only when this box, off by default,
+  // is ticked: the restore's own confirmation (the id typed) never covers them.
+  $('#restore-replace-keys').checked = false;
+  $('#restore-replace-keys').disabled = !may('admin');
+  $('#restore-replace-keys-label').hidden = true;
+  // The dry run rehearses the restore: what it would do to the signing keys, or why it would fail.
+  $('#restore-preview').textContent = 'Checking the backup…';
   call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body: { dry_run: true, ...(target ? { target } : {}) } })
     .then((response) => response.json())
     .then((preview) => {
-      if (form.dataset.backupId === id) $('#restore-preview').textContent = describeSigningKeys(preview.signing_keys, 'would');
+      if (form.dataset.backupId !== id) return;
+      $('#restore-preview').textContent = describeSigningKeys(preview.signing_keys, 'would');
+      $('#restore-replace-keys-label').hidden = !preview.signing_keys?.another_server;
     })
-    .catch(() => undefined);
+    .catch((error) => {
+      if (form.dataset.backupId === id && error.message !== 'unauthorized') $('#restore-preview').textContent = `The restore would fail: ${error.message}`;
+    });
 }
 
 /** The signing keys a restore changes (or would), as the CLI words them. */
@@ -555,7 +564,12 @@ document.addEventListener('DOMContentLoaded', () => {
       return;
     }
     busy(form.querySelector('button[type=submit]'), `Restoring ${id}… the server pauses for a moment.`, async () => {
-      const body = { confirm: typed, keep_revocations: $('#restore-keep').checked, ...(form.dataset.target ? { target: form.dataset.target } : {}) };
+      const body = {
+        confirm: typed,
+        keep_revocations: $('#restore-keep').checked,
+        ...($('#restore-replace-keys').checked ? { replace_keys: true } : {}),
+        ...(form.dataset.target ? { target: form.dataset.target } : {}),
+      };
       const report = await (await call('POST', `/api/backups/${encodeURIComponent(id)}/restore`, { body })).json();
       form.hidden = true;
       await show();

@@ -1,4 +1,5 @@
 import type { RouteDependencies } from '../route-dependencies.js';
+import { scopeAllows } from '../../lib/admin-tokens.js';
 import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { BACKUP_ID } from '../../lib/backup/archive/manifest.js';
@@ -142,34 +143,39 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       path: '/api/backups/:backup_id/restore',
       access: 'admin',
       scope: 'restore',
-      handle: async ({ params, body, actor }) => {
+      handle: async ({ params, body, actor, scopes }) => {
         // A missing confirm is the same refusal as a wrong one: the guard was not given.
-        expectFields(body, [], ['confirm', 'keep_revocations', 'force', 'dry_run', 'target']);
+        expectFields(body, [], ['confirm', 'keep_revocations', 'force', 'dry_run', 'target', 'replace_keys']);
         const id = knownId(params.backup_id!);
-        // From a target: brought into the backup directory first, checked against the target's index.
-        if (body.target !== undefined) {
-          const { fetchBackup } = await import('../../lib/backup/targets/copy.js');
-          await withTarget(expectName(body.target, 'target'), (target) => fetchBackup(target, id, directory()));
-        }
-        if (body.dry_run !== undefined && typeof body.dry_run !== 'boolean') {
-          throw new LicenseServerError('INVALID_INPUT', '"dry_run" must be true or false');
-        }
-        if (body.dry_run === true) {
-          // What it would do to the signing keys, changing nothing: no confirm needed.
+        const expectBoolean = (flag: 'dry_run' | 'keep_revocations' | 'force' | 'replace_keys') => {
+          if (body[flag] !== undefined && typeof body[flag] !== 'boolean') throw new LicenseServerError('INVALID_INPUT', `"${flag}" must be true or false`);
+          return body[flag] as boolean | undefined;
+        };
+        // From a target: downloaded into a staging area under the backup directory, checked
+        // against the target's index, and listed here only once restored.
+        const target = body.target === undefined ? undefined : expectName(body.target, 'target');
+        if (target !== undefined) selectTargetSettings(target);
+        if (expectBoolean('dry_run') === true) {
+          // A rehearsal of the restore's checks, changing nothing: no confirm needed.
           const { previewRestore } = await import('../../lib/backup/restore-preview.js');
-          return { json: await previewRestore({ config: deps.state.config, reference: id, db: deps.state.db }) };
+          return { json: await previewRestore({ config: deps.state.config, reference: id, db: deps.state.db, ...(target === undefined ? {} : { target }) }) };
         }
         if (body.confirm !== id) {
           throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the body must be {"confirm": "<the backup id>"}, naming the backup in the path');
         }
-        if (body.keep_revocations !== undefined && typeof body.keep_revocations !== 'boolean') {
-          throw new LicenseServerError('INVALID_INPUT', '"keep_revocations" must be true or false');
-        }
-        if (body.force !== undefined && typeof body.force !== 'boolean') {
-          throw new LicenseServerError('INVALID_INPUT', '"force" must be true or false');
+        const [keepRevocations, force, replaceKeys] = [expectBoolean('keep_revocations'), expectBoolean('force'), expectBoolean('replace_keys') === true];
+        // Another server's keys and admin tokens replacing this server's hand the server to
+        // whoever made the backup: that is admin's to allow, never a restore token's.
+        if (replaceKeys && !scopeAllows(scopes, 'admin')) {
+          throw new LicenseServerError('TOKEN_SCOPE', 'letting another server\'s backup replace this server\'s signing keys and admin tokens ("replace_keys") needs a token with the scope "admin"');
         }
         const { restoreWhileServing } = await import('../backup-runner.js');
-        const report = await restoreWhileServing(deps, id, context(actor), { keepRevocations: body.keep_revocations, force: body.force });
+        const report = await restoreWhileServing(deps, id, context(actor), {
+          keepRevocations,
+          force,
+          replaceKeys,
+          ...(target === undefined ? {} : { target }),
+        });
         return { json: report };
       },
     },

@@ -1,14 +1,16 @@
+import { stat } from 'node:fs/promises';
 import { text } from 'node:stream/consumers';
 import path from 'node:path';
 import type { ResolvedConfig } from '../config/resolve.js';
 import { LicenseServerError } from '../errors.js';
-import { listSigningKeys } from '../signing-keys/keys.js';
-import { openDatabase } from '../storage/open.js';
 import type { Database } from '../storage/types.js';
 import { readArchive } from './archive/archive.js';
 import { parseManifest, type Manifest } from './archive/manifest.js';
+import { verifyArchive } from './archive/verify.js';
 import { resolveBackup } from './repository.js';
-import { changesOf, planKeySet, type KeySummary, type SigningKeyChange } from './signing-key-carry.js';
+import { checkCompatible, currentKeySummaries } from './restore-checks.js';
+import { openRestoreSource } from './restore-source.js';
+import { changesOf, planKeySet, type SigningKeyChange } from './signing-key-carry.js';
 
 /**
  * What a restore of a backup would do to the signing keys, told before it runs (`backup
@@ -28,18 +30,82 @@ export interface RestorePreview {
   readonly signing_keys: { readonly another_server: boolean; readonly changes: SigningKeyChange[] } | null;
 }
 
-export async function previewRestore(options: {
+export interface PreviewOptions {
   readonly config: ResolvedConfig;
   readonly reference: string;
   readonly directory?: string;
+  /** A name under backup.targets: the backup there, downloaded into a staging area and removed again. */
+  readonly target?: string;
   /** The store as the caller has it open (the daemon); otherwise it is opened here, if there is one. */
   readonly db?: Database;
-}): Promise<RestorePreview> {
+  /** As restoreBackup's: the download from a target, then the read of the archive. */
+  readonly onPhase?: (phase: 'download' | 'validate', totalBytes?: number) => void;
+  readonly onProgress?: (bytes: number) => void;
+}
+
+/**
+ * The dry run: a rehearsal of everything the restore checks before it replaces anything, so
+ * that it fails where the restore would, and changes nothing. The archive is read whole as the
+ * restore reads it (a download from a target first, refused unencrypted unless the target
+ * allows it; every chunk's tag, so a missing or wrong key; every entry's checksum; the index's
+ * size and SHA-256; a schema newer than this release), then what it would do to the signing
+ * keys is told from the manifest it verified. Not rehearsed: the database's own checks and
+ * load, a conversion to the other engine, and daemons using the database.
+ */
+export async function previewRestore(options: PreviewOptions): Promise<RestorePreview> {
   const { settings } = options.config;
-  const { file, record } = await resolveBackup(path.resolve(options.directory ?? settings.backup.path), options.reference);
-  // The index of a listed backup copies its manifest; a copied file is read up to its manifest.
-  const manifest: Pick<Manifest, 'backup_id' | 'created_at' | 'signing_keys'> = record ?? (await readManifest(file, settings.backup.encryptionKey));
-  const current = await currentKeys(settings.database.url, options.db);
+  const source = await openRestoreSource({
+    config: options.config,
+    reference: options.reference,
+    directory: path.resolve(options.directory ?? settings.backup.path),
+    ...(options.target === undefined ? {} : { target: options.target }),
+    onDownload: (size) => options.onPhase?.('download', size),
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  });
+  let manifest: Manifest;
+  try {
+    options.onPhase?.('validate', (await stat(source.file)).size);
+    ({ manifest } = await verifyArchive(source.file, {
+      key: settings.backup.encryptionKey,
+      expected: source.record,
+      onProgress: options.onProgress,
+      onManifest: async (read) => {
+        checkCompatible(read);
+        return undefined;
+      },
+    }));
+  } finally {
+    await source.dispose();
+  }
+  return describe(manifest, await currentKeySummaries(settings.database.url, options.db));
+}
+
+/**
+ * What `backup restore` says in its question (and its refusal without --yes), before the
+ * restore itself checks everything: from the backup's index (the target's, for a backup on a
+ * target, read without downloading the archive), or for a file named by path its manifest.
+ * Only words for the operator: the restore decides from the data.
+ */
+export async function describeRestore(options: PreviewOptions): Promise<RestorePreview> {
+  const { settings } = options.config;
+  let manifest: Pick<Manifest, 'backup_id' | 'created_at' | 'signing_keys'>;
+  if (options.target !== undefined) {
+    const [{ findTargetBackup }, { openTarget, selectTargets }] = await Promise.all([import('./targets/copy.js'), import('./targets/open.js')]);
+    const [target] = selectTargets(settings.backup.targets, [options.target]);
+    const opened = await openTarget(target!, options.config.env);
+    try {
+      manifest = await findTargetBackup(opened, options.reference);
+    } finally {
+      await opened.close().catch(() => undefined);
+    }
+  } else {
+    const { file, record } = await resolveBackup(path.resolve(options.directory ?? settings.backup.path), options.reference);
+    manifest = record ?? (await readManifest(file, settings.backup.encryptionKey));
+  }
+  return describe(manifest, await currentKeySummaries(settings.database.url, options.db));
+}
+
+function describe(manifest: Pick<Manifest, 'backup_id' | 'created_at' | 'signing_keys'>, current: Awaited<ReturnType<typeof currentKeySummaries>>): RestorePreview {
   const plan = manifest.signing_keys && current ? planKeySet(current, manifest.signing_keys) : undefined;
   return {
     backup_id: manifest.backup_id,
@@ -47,27 +113,6 @@ export async function previewRestore(options: {
     dry_run: true,
     signing_keys: plan ? { another_server: plan.another_server, changes: changesOf(plan) } : null,
   };
-}
-
-/** The store's keys; none on a new host; undefined when they cannot be read as keys (a schema before 5). */
-async function currentKeys(url: string, open: Database | undefined): Promise<KeySummary[] | undefined> {
-  let db = open;
-  if (!db) {
-    try {
-      db = await openDatabase(url, { create: false, migrate: false });
-    } catch (error) {
-      if (!(error instanceof LicenseServerError)) throw error;
-      // Not there is a new host; one that cannot be reached is for the restore itself to report.
-      return error.code === 'DATABASE_NOT_FOUND' ? [] : undefined;
-    }
-  }
-  try {
-    return (await listSigningKeys(db)).map(({ key_id, state, created_at }) => ({ key_id, state, created_at }));
-  } catch {
-    return undefined;
-  } finally {
-    if (!open) await db.close();
-  }
 }
 
 /** The manifest, the archive's first entry: nothing after it is read. */

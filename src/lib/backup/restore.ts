@@ -9,7 +9,6 @@ import { syncDirectory, syncFile, writeFileDurably } from '../files/durable-writ
 import { asWriteFailure } from '../fs-errors.js';
 import { isPostgresUrl, openDatabase } from '../storage/open.js';
 import type { Database, Engine } from '../storage/types.js';
-import { SCHEMA_VERSION } from '../storage/migrations.js';
 import type { Queryable, Row, SqlValue } from '../storage/types.js';
 import type { Progress } from './archive/archive.js';
 import { createBackup } from './create.js';
@@ -18,7 +17,9 @@ import type { ConvertedTables } from './engines/cross-engine/sqlite-to-postgres.
 import { acquireBackupLock } from './locks/lock.js';
 import type { Manifest } from './archive/manifest.js';
 import type { PostgresRestore } from './engines/postgres-restore.js';
-import { resolveBackup, type BackupRecord } from './repository.js';
+import type { BackupRecord } from './repository.js';
+import { checkCompatible, refuseUnconfirmedKeyReplacement, sqliteSigningKeys } from './restore-checks.js';
+import { openRestoreSource, removeEmptyDirectories, type RestoreSource } from './restore-source.js';
 import { CARRIED_TABLES, RevocationCarry, type CarriedRevocations, type CarryTables } from './revocations.js';
 import { SigningKeyCarry, type CarriedSigningKeys } from './signing-key-carry.js';
 import { mergeRestoredConfig } from './settings-export.js';
@@ -28,11 +29,22 @@ import { ownedWorkPrefix, ownerOfWork, ownerState } from './locks/work-owner.js'
 
 export interface RestoreOptions {
   readonly config: ResolvedConfig;
+  /** A backup id, or (without `target` or `source`) the path of an archive file. */
   readonly reference: string;
   readonly toolVersion: string;
   readonly context: OperationContext;
   readonly directory?: string;
-  readonly onPhase?: (phase: 'validate' | 'convert' | 'safety-backup' | 'restore', totalBytes?: number) => void;
+  /** A name under backup.targets: the backup is downloaded from there into a staging area first (restore-source.ts). */
+  readonly target?: string;
+  /** The archive, opened by the caller (the daemon downloads before it pauses); the caller disposes of it. */
+  readonly source?: RestoreSource;
+  /**
+   * Let another server's backup replace this server's signing keys and admin tokens. Never
+   * implied by the confirmation of the restore itself: without it such a backup is refused
+   * (RESTORE_KEYS_NOT_CONFIRMED), however it came (by id, path or target).
+   */
+  readonly replaceKeys?: boolean;
+  readonly onPhase?: (phase: 'download' | 'validate' | 'convert' | 'safety-backup' | 'restore', totalBytes?: number) => void;
   readonly onProgress?: Progress;
   /** Set by the daemon restoring its own database: it has stopped serving meanwhile. */
   readonly inDaemon?: boolean;
@@ -86,34 +98,68 @@ export interface RestoreReport {
 }
 
 /**
- * Restores a backup (spec 4.4): validate it whole first; refuse one from a newer schema and
- * one while a daemon uses the database; take a pre-restore backup of the current state;
- * then swap. SQLite: the validated snapshot is integrity-checked, fsynced and renamed over
- * the database after the old one's WAL was checkpointed away, so the file is at every
- * moment either the old database or the new one. PostgreSQL: one transaction. Older
- * schemas are migrated after the swap; the configuration file is replaced (the old one
- * kept beside it) with this host's secrets carried over. Revocations made after the backup
- * are carried over inside the swap (RevocationCarry).
+ * Restores a backup (spec 4.4): validate it whole first; refuse one from a newer schema, one
+ * while a daemon uses the database, and another server's without `replaceKeys`; take a
+ * pre-restore backup of the current state; then swap. SQLite: the validated snapshot is
+ * integrity-checked, fsynced and renamed over the database after the old one's WAL was
+ * checkpointed away, so the file is at every moment either the old database or the new one.
+ * PostgreSQL: one transaction. Older schemas are migrated after the swap; the configuration
+ * file is replaced (the old one kept beside it) with this host's secrets carried over.
+ * Revocations made after the backup are carried over inside the swap (RevocationCarry).
+ *
+ * On a host with no SQLite database yet, nothing is made outside the staging areas (no lock
+ * files beside the database to be) until the backup has passed every check, and a restore
+ * that fails removes the directories it made: a refused restore on a new host leaves the data
+ * directory as it found it.
  */
 export async function restoreBackup(options: RestoreOptions): Promise<RestoreReport> {
   const { config, context } = options;
   const { settings } = config;
+  const url = settings.database.url;
   const directory = path.resolve(options.directory ?? settings.backup.path);
-  // On a new host the backup directory may not exist yet; the pre-restore backup goes there too.
-  await mkdir(directory, { recursive: true, mode: 0o700 }).catch((error: unknown) => {
-    throw asWriteFailure(error, `cannot create the backup directory ${directory}`);
-  });
-  const release = await acquireBackupLock(directory, 'restore', now(context), settings.database.url);
-  const postgres = isPostgresUrl(settings.database.url);
-  const stagingParent = postgres ? directory : path.dirname(settings.database.url);
-  let staging: string | undefined;
+  const postgres = isPostgresUrl(url);
+  const stagingParent = postgres ? directory : path.dirname(url);
+  const fresh = !postgres && !options.inDaemon && !(await exists(url));
+  /** Directories this restore made (deepest, and the first of them mkdir -p made): removed again, when empty, if it fails. */
+  const made: Array<{ deepest: string; first: string }> = [];
+  const makeDirectory = async (target: string) => {
+    const first = await mkdir(target, { recursive: true, mode: 0o700 }).catch((error: unknown) => {
+      throw asWriteFailure(error, `cannot create the directory ${target}`);
+    });
+    if (first) made.push({ deepest: target, first });
+  };
+  let release: (() => Promise<void>) | undefined;
   let releaseDaemons: (() => Promise<void>) | undefined;
   let releaseKeys: (() => void) | undefined;
+  let staging: string | undefined;
+  let source = options.source;
+  const ownSource = source === undefined;
+  let restored = false;
+  const lockBackups = async () => {
+    release = await acquireBackupLock(directory, 'restore', now(context), url);
+  };
+  // The check for daemons takes their lock, and keeps it to the end: a daemon that starts
+  // from here on waits for the restore instead of opening the data being replaced.
+  const lockDaemons = async () => {
+    if (options.daemonLock) releaseDaemons = await options.daemonLock.excludeOtherDaemons();
+    else if (!options.inDaemon) releaseDaemons = await lockOutDaemons(url);
+  };
   try {
-    const { file, record } = await resolveBackup(directory, options.reference);
-    if (postgres) await (await import('./engines/postgres-target.js')).checkPostgresTarget(settings.database.url, { force: options.force });
+    // On a new host the backup directory may not exist yet; the pre-restore backup goes there too.
+    await makeDirectory(directory);
+    if (!fresh) await lockBackups();
+    source ??= await openRestoreSource({
+      config,
+      reference: options.reference,
+      directory,
+      ...(options.target === undefined ? {} : { target: options.target }),
+      onDownload: (size) => options.onPhase?.('download', size),
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    const { file, record, target: fromTarget } = source;
+    if (postgres) await (await import('./engines/postgres-target.js')).checkPostgresTarget(url, { force: options.force });
     options.onPhase?.('validate', (await stat(file)).size);
-    await mkdir(stagingParent, { recursive: true, mode: 0o700 });
+    await makeDirectory(stagingParent);
     // A restore killed earlier left its staging directory; one whose maker is gone is removed
     // (a live restore through another backup directory may be staging beside a SQLite file).
     for (const name of await readdir(stagingParent)) {
@@ -121,12 +167,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       if (owner ? ownerState(owner) === 'gone' : name.startsWith('.restore-')) await rm(path.join(stagingParent, name), { recursive: true, force: true });
     }
     staging = await mkdtemp(path.join(stagingParent, ownedWorkPrefix('restore')));
-    // The check for daemons takes their lock, and keeps it to the end: a daemon that starts
-    // from here on waits for the restore instead of opening the data being replaced.
-    if (options.daemonLock) releaseDaemons = await options.daemonLock.excludeOtherDaemons();
-    else if (!options.inDaemon) releaseDaemons = await lockOutDaemons(settings.database.url);
+    if (!fresh) await lockDaemons();
     const carry = new RevocationCarry(options.keepRevocations ?? true);
-    const keys = new SigningKeyCarry();
+    const keys = new SigningKeyCarry({ replaceKeys: options.replaceKeys === true });
     releaseKeys = () => keys.dispose();
     let safety: BackupRecord | undefined;
     // A PostgreSQL backup restored into PostgreSQL is loaded while the archive is read and
@@ -139,7 +182,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       checkCompatible(manifest);
       if (!postgres || manifest.engine !== 'postgres') return undefined;
       const { openPostgresRestore } = await import('./engines/postgres-restore.js');
-      const restore = await openPostgresRestore(settings.database.url, carry, keys, now(context));
+      const restore = await openPostgresRestore(url, carry, keys, now(context));
       streamed = restore;
       return { 'database/postgres.sql': (content) => restore.load(content) };
     };
@@ -153,6 +196,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
         onManifest: startStreamedRestore,
       });
       if (streamed) {
+        await refuseUnconfirmedKeyReplacement(archive.manifest.backup_id, await streamed.signingKeys(), url, options.replaceKeys);
         options.onPhase?.('safety-backup');
         safety = await preRestoreBackup(options, directory);
         options.onPhase?.('restore');
@@ -179,6 +223,14 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
         const { convertForEngine } = await import('./engines/cross-engine/convert.js');
         ({ converted, file: database } = await convertForEngine(manifest.engine, database, staging));
       }
+      // The keys the backup's data holds: the SQLite snapshot, or the SQLite file a dump became.
+      const backupKeys = await sqliteSigningKeys(manifest.engine === 'sqlite' ? archive.files.get('database/sqlite.db')! : database);
+      await refuseUnconfirmedKeyReplacement(manifest.backup_id, backupKeys, url, options.replaceKeys);
+      if (fresh) {
+        // Everything that could refuse this backup has passed: now the locks, before anything is replaced.
+        await lockBackups();
+        await lockDaemons();
+      }
 
       options.onPhase?.('safety-backup');
       safety = await preRestoreBackup(options, directory);
@@ -187,14 +239,15 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       await options.beforeSwap?.();
       if (postgres) {
         const { restorePostgres } = await import('./engines/postgres-restore.js');
-        await restorePostgres(settings.database.url, database, carry, keys, now(context));
+        await restorePostgres(url, database, carry, keys, now(context));
       } else {
-        await swapSqlite(settings.database.url, database, carry, keys, now(context));
+        await swapSqlite(url, database, carry, keys, now(context));
       }
     }
+    restored = true;
     const moved = converted ? { from: manifest.engine, to: target, rows: converted.rows } : null;
     const revocations = carry.result;
-    const db = await openDatabase(settings.database.url, { keyEncryptionKey: settings.signing.keyEncryptionKey, timeouts: settings.database });
+    const db = await openDatabase(url, { keyEncryptionKey: settings.signing.keyEncryptionKey, timeouts: settings.database });
     let migratedTo: number;
     let signingKeyWarning: string | null = null;
     let signingKeys: RestoredSigningKeys;
@@ -203,14 +256,14 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
       // A backup older than schema 5 gets its keys merged once migrated; the daemon lock is still held.
       if (!keys.applied) await db.transaction((tx) => keys.apply(tx, { current: true, at: now(context) }));
       const { erase, ...carried } = keys.result;
-      const eraseWarning = erase ? await (await import('../signing-keys/erase.js')).eraseReplacedKeys(db, settings.database.url) : null;
+      const eraseWarning = erase ? await (await import('../signing-keys/erase.js')).eraseReplacedKeys(db, url) : null;
       signingKeys = { ...carried, erase_warning: eraseWarning };
       await db.transaction(async (tx) => {
         await recordAudit(tx, context, {
           action: 'backup.restored',
           entityType: 'backup',
           entityId: manifest.backup_id,
-          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations, signing_keys: carried, moved },
+          details: { pre_restore_backup_id: safety?.backup_id ?? null, schema_version: manifest.schema_version, migrated_to: migratedTo, revocations, signing_keys: carried, moved, ...(fromTarget ? { target: fromTarget } : {}) },
         });
         // Raised in the restored store, whose rules and webhooks are now the ones in force.
         await raiseEvent(tx, 'backup.restored', { backup_id: manifest.backup_id, pre_restore_backup_id: safety?.backup_id ?? null, actor: context.actor }, context);
@@ -222,6 +275,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
     const replacedConfig = archive.files.has('config/config.yaml')
       ? await restoreConfigFile(config, archive.files.get('config/config.yaml')!, now(context))
       : null;
+    // A download becomes a listed backup only now that it has been restored. Failing to keep it
+    // fails nothing: the restore has happened, and the backup is still on its target.
+    await source.promote({ manifest, encrypted: archive.encrypted }, now(context)).catch(() => undefined);
     return {
       backup_id: manifest.backup_id,
       engine: manifest.engine,
@@ -240,8 +296,19 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRep
   } finally {
     releaseKeys?.();
     if (staging) await rm(staging, { recursive: true, force: true }).catch(() => undefined);
+    if (ownSource) await source?.dispose();
     await releaseDaemons?.();
-    await release();
+    await release?.();
+    if (!restored) for (const { deepest, first } of made.reverse()) await removeEmptyDirectories(deepest, first);
+  }
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await stat(file);
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -261,15 +328,6 @@ async function signingKeyProblem(db: Database): Promise<string | null> {
     if (error instanceof LicenseServerError && ['SIGNING_KEK_REQUIRED', 'SIGNING_KEK_WRONG', 'SIGNING_KEY_DAMAGED'].includes(error.code)) return error.message;
     if (error instanceof LicenseServerError && error.code === 'SIGNING_KEY_MISSING') return null;
     throw error;
-  }
-}
-
-function checkCompatible(manifest: Manifest): void {
-  if (manifest.schema_version > SCHEMA_VERSION) {
-    throw new LicenseServerError(
-      'BACKUP_UNSUPPORTED',
-      `the backup has schema version ${manifest.schema_version}, newer than this license-server knows (${SCHEMA_VERSION}); restore it with a newer release`,
-    );
   }
 }
 

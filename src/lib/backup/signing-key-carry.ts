@@ -1,4 +1,5 @@
 import { keyIdOf } from '../crypto/key-set.js';
+import { LicenseServerError } from '../errors.js';
 import type { SigningKeyState } from '../signing-keys/keys.js';
 import type { Queryable, Row } from '../storage/types.js';
 import { asBool, asBytesOrNull, asIso, asIsoOrNull } from '../storage/values.js';
@@ -20,7 +21,9 @@ import { asBool, asBytesOrNull, asIso, asIsoOrNull } from '../storage/values.js'
  *
  * A backup that shares no key with a database that has keys is another server's: its key set
  * replaces this one, nothing is merged (its admin tokens replace this server's too), and the
- * report says so; previewRestore says so before.
+ * report says so; previewRestore says so before. It is decided here from the restored data
+ * itself (a key shared is the same id with the same public key), never from what the index or
+ * manifest lists, and only with `replaceKeys` does such a restore go on.
  */
 export class SigningKeyCarry {
   /** Undefined until read: a restore onto a new host (no database yet) has nothing to carry. */
@@ -29,22 +32,36 @@ export class SigningKeyCarry {
   /** Whether apply() has run on the restored data (it waits for a migration when the backup is older than schema 5). */
   applied = false;
 
+  /**
+   * `replaceKeys`: another server's backup may replace this server's keys and admin tokens.
+   * Never implied by confirming the restore itself: without it, apply() refuses such a backup
+   * (RESTORE_KEYS_NOT_CONFIRMED) before the restored data becomes live.
+   */
+  constructor(private readonly options: { readonly replaceKeys?: boolean } = {}) {}
+
   /** Reads the keys of the database about to be replaced; `current` is false for a layout before schema 5. */
   async read(current: Queryable, options: { current: boolean }): Promise<void> {
     this.replaced = (await current.query('SELECT * FROM signing_keys')).map((row) => storedKey(row, options.current));
   }
 
   /**
-   * Merges them into the restored data, before it becomes the live database. Does nothing
-   * when the restored table has a layout before schema 5 (`current` false): the caller then
-   * applies it after the migration.
+   * Merges them into the restored data, before it becomes the live database, or refuses the
+   * restored data when it is another server's and that was not confirmed. When the restored
+   * table has a layout before schema 5 (`current` false) it only decides that, before the
+   * swap as always; the caller applies it again after the migration, which merges.
    */
   async apply(restored: Queryable, options: { current: boolean; at: Date }): Promise<void> {
-    if (!options.current || this.applied) return;
-    this.applied = true;
-    if (!this.replaced) return;
-    const backup = (await restored.query('SELECT * FROM signing_keys')).map((row) => storedKey(row, true));
+    if (this.applied) return;
+    if (!this.replaced) {
+      this.applied = options.current;
+      return;
+    }
+    const backup = (await restored.query('SELECT * FROM signing_keys')).map((row) => storedKey(row, options.current));
+    refuseOtherKeysUnderOurIds(this.replaced, backup);
     const plan = planKeySet(this.replaced.map(summary), backup.map(summary));
+    if (plan.another_server && !this.options.replaceKeys) throw keyReplacementNotConfirmed();
+    if (!options.current) return;
+    this.applied = true;
     const erase = plan.another_server ? false : await merge(restored, plan, this.replaced, backup, options.at);
     this.outcome = { another_server: plan.another_server, changes: changesOf(plan), erase };
     this.dispose();
@@ -57,6 +74,32 @@ export class SigningKeyCarry {
 
   get result(): CarriedSigningKeys {
     return this.outcome;
+  }
+}
+
+/**
+ * The refusal of another server's backup whose key replacement was not confirmed (restore
+ * checks it from the manifest first, and here from the data).
+ */
+export function keyReplacementNotConfirmed(backupId?: string): LicenseServerError {
+  return new LicenseServerError(
+    'RESTORE_KEYS_NOT_CONFIRMED',
+    `${backupId ? `backup ${backupId}` : 'the backup'} is another server's (it shares no signing key with this one): its signing keys and admin tokens would replace this server's, which a restore does only when that is confirmed on its own (backup restore --replace-keys; API: "replace_keys": true, with an admin token); nothing was replaced`,
+  );
+}
+
+/**
+ * A key id is the SHA-256 of its public key (key-set.ts), so a backup whose key has one of
+ * this server's ids with another public key was not made from this server's data: it would
+ * pass for sharing a key, and be merged, while it shares none. Refused as damaged.
+ */
+function refuseOtherKeysUnderOurIds(replaced: readonly StoredKey[], backup: readonly StoredKey[]): void {
+  const ours = new Map(replaced.map((key) => [key.keyId, key.publicKey]));
+  for (const key of backup) {
+    const publicKey = ours.get(key.keyId);
+    if (publicKey && !publicKey.equals(key.publicKey)) {
+      throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: its signing key ${key.keyId} has another public key than this server's key of that id (a key id is its public key's SHA-256); nothing was replaced`);
+    }
   }
 }
 
@@ -194,6 +237,11 @@ function storedKey(row: Row, current: boolean): StoredKey {
     deactivatedAt: current ? asIsoOrNull(row.deactivated_at) : null,
     retiredAt: current ? asIsoOrNull(row.retired_at) : null,
   };
+}
+
+/** The keys of a signing_keys table's rows, as the plan sees them; `current` is false for a layout before schema 5. */
+export function keySummariesOf(rows: readonly Row[], current: boolean): KeySummary[] {
+  return rows.map((row) => summary(storedKey(row, current)));
 }
 
 /** Its state, as keys.ts describes a row. */

@@ -221,10 +221,15 @@ export function displayEntries(config: ResolvedConfig): Array<{ key: string; val
     if (entry.value === undefined) shown = null;
     else if (entry.secret) shown = '[redacted]';
     else if (entry.key === 'database.url') shown = redactDatabaseUrl(String(entry.value));
-    else if (Array.isArray(entry.value)) shown = (entry.value as readonly TargetSettings[]).map(describeTarget).join('; ');
+    else if (Array.isArray(entry.value)) shown = (entry.value as readonly TargetSettings[]).map(describeTargetSettings).join('; ');
     else shown = String(entry.value);
     return { key: entry.key, value: shown, source: entry.source };
   });
+}
+
+/** A target as `config show` lists it: where it is, and whether unencrypted backups go there and come back from it. */
+function describeTargetSettings(target: TargetSettings): string {
+  return `${describeTarget(target)}${target.allowUnencrypted ? ' (allow_unencrypted: unencrypted backups are copied there and restored from there)' : ''}`;
 }
 
 /**

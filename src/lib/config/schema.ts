@@ -411,7 +411,7 @@ export const SETTINGS: readonly SettingSpec[] = [
     key: 'backup.targets',
     env: 'LICENSE_BACKUP_TARGETS',
     type: 'target-list',
-    description: 'Off-site targets every backup is copied to once verified: a list of file, s3 and sftp targets (in the environment, the same list as JSON). Credentials are named (*_env, *_file), never written here. See "Off-site targets".',
+    description: 'Off-site targets every backup is copied to once verified: a list of file, s3 and sftp targets (in the environment, the same list as JSON). Credentials are named (*_env, *_file), never written here. A target\'s allow_unencrypted: true lets unencrypted backups be copied there and restored from there (refused otherwise, as anyone who can write to it could have put them there). See "Off-site targets".',
   },
 ];
 

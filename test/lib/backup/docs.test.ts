@@ -11,6 +11,7 @@ import { BACKUP_FORMAT, BACKUP_FORMAT_VERSION } from '../../../src/lib/backup/ar
 import { ENTRY_NAMES } from '../../../src/lib/backup/archive/archive.js';
 import { TABLES } from '../../../src/lib/storage/migrations.js';
 import { decodeKey } from '../../../src/lib/config/resolve.js';
+import { ok, runCli } from '../../support/cli.js';
 
 const doc = readFileSync(new URL('../../../docs/backup-format.md', import.meta.url), 'utf8');
 
@@ -124,6 +125,27 @@ describe('docs/backup-format.md', () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lists the fields of an index as backup create writes them, no more and no fewer (issue 35, item 21)', async function () {
+    this.timeout(60_000);
+    // "Fields: `a`, `b` (values), ... and `z` (...).": the names in backticks up to the end of
+    // that sentence, with what the parentheses say about them left out.
+    let fields = /\*\*The index\*\*[\s\S]*?Fields: ([\s\S]*?)\n\n/.exec(doc)?.[1];
+    assert.ok(fields, 'the paragraph "The index" has its list of fields');
+    while (/\([^()]*\)/.test(fields)) fields = fields.replace(/\([^()]*\)/g, '');
+    fields = fields.slice(0, fields.search(/\.(\s|$)/));
+    const documented = [...fields.matchAll(/`([a-z_0-9]+)`/g)].map((match) => match[1]!).sort();
+    const work = mkdtempSync(path.join(tmpdir(), 'license-index-doc-'));
+    try {
+      const env = { LICENSE_DATA_DIR: path.join(work, 'data') };
+      ok(await runCli(['init'], { env, cwd: work }));
+      const made = ok(await runCli(['backup', 'create', '--json'], { env, cwd: work })).json();
+      const index = JSON.parse(readFileSync(path.join(work, 'data', 'backups', `${made.backup_id}.backup.json`), 'utf8'));
+      assert.deepEqual(documented, Object.keys(index).sort());
+    } finally {
+      rmSync(work, { recursive: true, force: true });
     }
   });
 });

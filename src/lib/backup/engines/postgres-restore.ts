@@ -8,7 +8,7 @@ import { toNumberedPlaceholders } from '../../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../../storage/types.js';
 import { loadDump } from './postgres-load.js';
 import { CARRIED_TABLES, type RevocationCarry } from '../revocations.js';
-import type { SigningKeyCarry } from '../signing-key-carry.js';
+import { keySummariesOf, type KeySummary, type SigningKeyCarry } from '../signing-key-carry.js';
 import { newScratchDatabaseName, scratchApplicationName } from './scratch-databases.js';
 
 
@@ -47,6 +47,8 @@ export async function restorePostgres(url: string, dumpFile: string, carry: Revo
 export interface PostgresRestore {
   /** Runs the dump (a file, or bytes as they are read from the archive) into a schema of its own. */
   load(dump: string | AsyncIterable<Buffer>): Promise<void>;
+  /** The signing keys the loaded dump holds (none when it has no such table), read before the swap. */
+  signingKeys(): Promise<KeySummary[]>;
   /** Drops the old tables, moves the loaded ones in their place, re-applies the carried revocations, commits. */
   commit(): Promise<void>;
   /** Rolls back unless committed, and disconnects. */
@@ -109,6 +111,20 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
     load: async (dump) => {
       try {
         await loadDump(client, dump);
+      } catch (error) {
+        throw asBackupError(error);
+      }
+    },
+    signingKeys: async () => {
+      try {
+        // Named in the loaded schema itself: unqualified, a dump without the table would read ours.
+        const present = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [`${staging}.signing_keys`]);
+        if (!present.rows[0]!.present) return [];
+        const current = await client.query<{ present: boolean }>(
+          "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'signing_keys' AND column_name = 'retired_at') AS present",
+          [staging],
+        );
+        return keySummariesOf(await tx.query(`SELECT * FROM ${staging}.signing_keys`), current.rows[0]!.present);
       } catch (error) {
         throw asBackupError(error);
       }

@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { LicenseServerError } from '../../errors.js';
 import { syncDirectory } from '../../files/durable-write.js';
 import { digestOf } from '../archive/archive.js';
+import { MAGIC, sniff } from '../archive/encryption.js';
 import { BACKUP_ID } from '../archive/manifest.js';
 import { acquireBackupLock } from '../locks/lock.js';
 import { planRetention, type RetentionPlan, type RetentionPolicy } from '../retention.js';
@@ -118,8 +119,9 @@ export async function findTargetBackup(target: BackupTarget, id: string): Promis
 /**
  * Downloads backup `id` from the target into `directory` as a listed local backup: the
  * archive under a temporary name, checked against the target's index (size and SHA-256),
- * renamed into place, then the index written. What a restore on a fresh host starts from.
- * It holds the directory's backup lock meanwhile, so its `.tmp-` file is cleared by the next
+ * renamed into place, then the index written: `backup validate --target` validates it there,
+ * in a directory of its own. (A restore downloads with downloadBackup instead, into a staging
+ * area, and lists the download only once it is restored: restore-source.ts.) It holds the directory's backup lock meanwhile, so its `.tmp-` file is cleared by the next
  * holder if it is killed. A backup already here with the same SHA-256 is not downloaded again.
  */
 export async function fetchBackup(target: BackupTarget, id: string, directory: string, options: { signal?: AbortSignal; onProgress?: (bytes: number) => void } = {}): Promise<BackupRecord> {
@@ -151,6 +153,43 @@ export async function fetchBackup(target: BackupTarget, id: string, directory: s
   } finally {
     await rm(temporary, { force: true }).catch(() => undefined);
     await release();
+  }
+}
+
+/** A backup downloaded from a target (downloadBackup): its archive, checked against the target's index. */
+export interface DownloadedBackup {
+  /** The target's index of it: its size and SHA-256 are the downloaded bytes'; the rest is what the target says. */
+  readonly record: BackupRecord;
+  readonly file: string;
+  /** From the archive's first bytes, not from the target's index or the file name. */
+  readonly encrypted: boolean;
+}
+
+/**
+ * Downloads backup `id` from the target into `directory` (a staging area of the caller's,
+ * which it removes), checked against the target's index: size and SHA-256. Nothing is listed:
+ * the caller decides whether the download may become a local backup (restore-source.ts).
+ */
+export async function downloadBackup(target: BackupTarget, id: string, directory: string, options: { signal?: AbortSignal; onStart?: (record: BackupRecord) => void; onProgress?: (bytes: number) => void } = {}): Promise<DownloadedBackup> {
+  const record = await findTargetBackup(target, id);
+  options.onStart?.(record);
+  const file = path.join(directory, record.file);
+  const { size: bytes, sha256 } = await digestOf(
+    await target.get(record.file, options.signal ? { signal: options.signal } : {}),
+    createWriteStream(file, { flags: 'wx', mode: 0o600 }),
+    options.onProgress,
+  );
+  if (bytes !== record.size || sha256 !== record.sha256) {
+    throw new LicenseServerError('BACKUP_CORRUPT', `the copy of backup ${id} on target ${target.name} is damaged: ${bytes} bytes with SHA-256 ${sha256}, its index says ${record.size} bytes with ${record.sha256}`);
+  }
+  const handle = await open(file, 'r');
+  try {
+    await handle.sync();
+    const first = Buffer.alloc(MAGIC.length);
+    const { bytesRead } = await handle.read(first, 0, first.length, 0);
+    return { record, file, encrypted: sniff(first.subarray(0, bytesRead)) === 'encrypted' };
+  } finally {
+    await handle.close();
   }
 }
 

@@ -125,6 +125,12 @@ backup:
     const shown = displayEntries(config).find((entry) => entry.key === 'backup.targets');
     assert.equal(shown?.value, 'offsite: s3://acme-backups/prod at https://s3.example.com; vault: sftp://lic@h.example:22/srv');
   });
+
+  it('shows allow_unencrypted in config show: it decides what a restore takes from the target (issue 35, item 1)', async () => {
+    const config = await withFile('backup:\n  targets:\n    - { name: nas, kind: file, path: /mnt/nas, allow_unencrypted: true }\n    - { name: strict, kind: file, path: /mnt/strict }\n');
+    const shown = displayEntries(config).find((entry) => entry.key === 'backup.targets');
+    assert.equal(shown?.value, 'nas: file /mnt/nas (allow_unencrypted: unencrypted backups are copied there and restored from there); strict: file /mnt/strict');
+  });
 });
 
 describe('docs/configuration.md, "Off-site targets"', () => {
