@@ -10,7 +10,7 @@ import { openTarget } from '../../src/lib/backup/targets/open.js';
 import { spawn } from 'node:child_process';
 import { CLI, ok, runCli } from '../support/cli.js';
 import { requireKind, TARGET_KINDS, type TargetPlace } from '../support/backup-targets.js';
-import { faultSeed } from '../support/kill-moments.js';
+import { faultSeed, spreadOver } from '../support/kill-moments.js';
 import { prng } from '../support/prng.js';
 
 // Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
@@ -53,15 +53,20 @@ for (const kind of TARGET_KINDS) {
         writeFileSync(path.join(backups, `${id}.backup.json`), indexText(record), { mode: 0o600 });
 
         const listed = async () => JSON.parse(ok(await cli('backup', 'list', '--target', 'offsite', '--json')).stdout).map((backup: { id: string }) => backup.id) as string[];
-        // How long a whole copy takes here, and how long the command takes to reach the target
-        // at all (a listing), to spread the kills over the upload itself.
-        let started = performance.now();
+        // How long an upload takes here, from the moment it shows on the target to the command's
+        // end, measured twice (the quicker counts): the kills are spread over that span, so that
+        // they land in the upload whatever the machine's load does to the command's start-up.
         ok(await cli('backup', 'copy', id, '--to', 'offsite'));
-        const whole = performance.now() - started;
         assert.deepEqual(await listed(), [id]);
-        started = performance.now();
-        await listed();
-        const reach = performance.now() - started;
+        const spans: number[] = [];
+        for (let run = 0; run < 2; run += 1) {
+          await removeFromTarget(env, work, record);
+          const unkilled = await killedDuringUpload(['backup', 'copy', id, '--to', 'offsite'], env, place, null);
+          assert.equal(unkilled.code, 0, 'an unkilled copy succeeds');
+          spans.push(unkilled.at - unkilled.shownAt);
+        }
+        const upload = Math.min(...spans);
+        const delays = spreadOver(upload, KILLS, random);
 
         let completed = 0;
         let interrupted = 0;
@@ -70,13 +75,11 @@ for (const kind of TARGET_KINDS) {
           // Start from a target without the backup, so that every run uploads.
           await removeFromTarget(env, work, record);
           // Once the upload shows on the target (its temporary file or multipart upload), a
-          // random part of the upload's time later: the command's start-up varies with the
-          // machine's load, the upload's own span much less.
-          const after = Math.floor(random() * Math.max(1, whole - reach));
-          const { code, at } = await killedDuringUpload(['backup', 'copy', id, '--to', 'offsite'], env, place, after);
+          // moment of the upload's measured span later.
+          const { code, at } = await killedDuringUpload(['backup', 'copy', id, '--to', 'offsite'], env, place, delays[kill]!);
           const debris = (await place.raw()).filter((name) => name !== record.file && name !== `${id}.backup.json`);
           const seen = await listed();
-          const context = `seed ${SEED}, kill ${kill + 1} at ${at} ms of ${Math.round(whole)} ms (exit ${code}); the target holds ${(await place.raw()).join(', ')}`;
+          const context = `seed ${SEED}, kill ${kill + 1} at ${at} ms, ${delays[kill]} ms into an upload of ${upload} ms (exit ${code}); the target holds ${(await place.raw()).join(', ')}`;
           if (seen.length === 0) {
             // An upload under way leaves its debris, or an archive without its index.
             if (debris.length > 0 || (await place.raw()).includes(record.file)) interrupted += 1;
@@ -88,7 +91,7 @@ for (const kind of TARGET_KINDS) {
             assert.equal(await targetSha256(env, work, record.file), sha256, context);
           }
         }
-        console.log(`      ${KILLS} kills: ${interrupted} during an upload, ${early} before it began, ${completed} after the copy was listed; a whole copy took ${Math.round(whole)} ms, reaching the target ${Math.round(reach)} ms`);
+        console.log(`      ${KILLS} kills: ${interrupted} during an upload, ${early} before it began, ${completed} after the copy was listed; an upload took ${upload} ms`);
         assert.ok(interrupted >= KILLS / 3, `only ${interrupted} of ${KILLS} kills landed during an upload`);
         // The next run completes the copy and clears what the kills left.
         await removeFromTarget(env, work, record);
@@ -129,10 +132,11 @@ async function targetSha256(env: Record<string, string>, cwd: string, key: strin
 
 /**
  * Starts the command and SIGKILLs it `afterMs` after its upload shows on the target (looked
- * for every few milliseconds), or when it ends first. Resolves with its exit code and the
- * milliseconds from its start to the kill.
+ * for every few milliseconds), or when it ends first; with `afterMs` null, lets it end. Resolves
+ * with its exit code, the milliseconds from its start to the kill (or its end), and to the
+ * moment its upload showed.
  */
-function killedDuringUpload(args: string[], env: Record<string, string>, place: TargetPlace, afterMs: number): Promise<{ code: number | null; at: number }> {
+function killedDuringUpload(args: string[], env: Record<string, string>, place: TargetPlace, afterMs: number | null): Promise<{ code: number | null; at: number; shownAt: number }> {
   return new Promise((resolve) => {
     const clean: Record<string, string> = {};
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('LICENSE_')) clean[k] = v;
@@ -140,9 +144,10 @@ function killedDuringUpload(args: string[], env: Record<string, string>, place: 
     const child = spawn(process.execPath, [CLI, ...args], { env: { ...clean, ...env }, stdio: 'ignore' });
     let ended = false;
     let at = 0;
+    let shownAt = 0;
     child.on('exit', (code) => {
       ended = true;
-      resolve({ code, at: at || Math.round(performance.now() - started) });
+      resolve({ code, at: at || Math.round(performance.now() - started), shownAt });
     });
     void (async () => {
       while (!ended) {
@@ -151,6 +156,8 @@ function killedDuringUpload(args: string[], env: Record<string, string>, place: 
         await new Promise((wait) => setTimeout(wait, 3));
       }
       if (ended) return;
+      shownAt = Math.round(performance.now() - started);
+      if (afterMs === null) return;
       await new Promise((wait) => setTimeout(wait, afterMs));
       at = Math.round(performance.now() - started);
       child.kill('SIGKILL');
