@@ -37,7 +37,7 @@ describe('npm test (scripts/test.mjs)', () => {
   it('runs on the other Node lines the native driver, the core, the client package and the CLI, and not the SIGKILL loops', () => {
     const set: string[] = withEnv({ LICENSE_TEST_SET: 'node-line', LICENSE_TEST_SHARD: undefined }, () => selected());
     for (const file of ['test/lib/storage/contract.test.ts', 'test/client/license-client.test.ts', 'test/commands/version.test.ts', 'test/scripts/native-driver.test.ts']) assert.ok(set.includes(file), file);
-    for (const file of ['test/commands/backup-debris.test.ts', 'test/commands/cross-engine-faults.test.ts', 'test/http/admin-page.test.ts']) assert.ok(!set.includes(file), file);
+    for (const file of ['test/commands/backup-debris.test.ts', 'test/commands/cross-engine-faults.test.ts', 'test/http/admin-page.test.ts', 'test/commands/offline.test.ts', 'test/lib/backup/targets/s3.test.ts']) assert.ok(!set.includes(file), file);
   });
 
   it('refuses a shard it cannot make, before running anything', () => {
