@@ -177,10 +177,7 @@ forEachEngine('restore and the signing keys made or retired after the backup', (
         seed,
         true,
       ]);
-      // As a pre-restore backup, which raises no event: today's event query reads customers.email
-      // (schema 7), which a store an old release left at schema 4 does not have. The command line
-      // migrates a store before it raises anything, so only this stand-in for an old release meets it.
-      const record = await createBackup({ db, config: await resolveConfig({ env, cwd: work }), trigger: 'pre-restore', toolVersion: 'old', context: { actor: 'test' } });
+      const record = await createBackup({ db, config: await resolveConfig({ env, cwd: work }), trigger: 'manual', toolVersion: 'old', context: { actor: 'test' } });
       assert.equal(record.schema_version, 4);
       assert.equal(record.signing_keys, undefined, 'a schema 4 store lists no keys in the manifest');
       return { env, backupId: record.backup_id, file: path.join(env.LICENSE_BACKUP_PATH, record.file), seed };

@@ -48,13 +48,15 @@ export async function raiseEvent(
 ): Promise<string[]> {
   const patterns = patternsSelecting(event);
   const givenCustomer = isUuid(data.customer_id) ? String(data.customer_id) : null;
+  // The customer is joined only for an event that names one: backup and signing-key events do
+  // not, and are raised on stores of any schema (a backup of a store an older release left,
+  // before customers had an email).
   const rules = await tx.query(
-    `SELECT r.email_to, w.name AS webhook, w.enabled AS webhook_enabled, c.id AS customer_id, c.name AS customer_name, c.email AS customer_email
+    `SELECT r.email_to, w.name AS webhook, w.enabled AS webhook_enabled${givenCustomer === null ? '' : ', c.id AS customer_id, c.name AS customer_name, c.email AS customer_email'}
      FROM notification_alert_rules r
-     LEFT JOIN notification_webhooks w ON w.id = r.webhook_id
-     LEFT JOIN customers c ON c.id = ?
+     LEFT JOIN notification_webhooks w ON w.id = r.webhook_id${givenCustomer === null ? '' : '\n     LEFT JOIN customers c ON c.id = ?'}
      WHERE r.enabled = ? AND r.event IN (${patterns.map(() => '?').join(', ')})`,
-    [givenCustomer, true, ...patterns],
+    [...(givenCustomer === null ? [] : [givenCustomer]), true, ...patterns],
   );
   if (rules.length === 0) return [];
   // Data that names a license but not its customer (a caller holding only the license's id).
