@@ -22,8 +22,9 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  * What differs between Node lines, and the tests that exercise it:
  * - the native SQLite driver (better-sqlite3 12 built here on Node 20, 13's Node-API binaries
  *   on 22 and 24) and the pg driver: test/lib/storage, and the rest of test/lib, which runs the
- *   core in-process (crypto, formats, backups, notifications), but for the off-site targets'
- *   tests against sshd and the S3 server;
+ *   core in-process (crypto, formats, the archive's streams, notifications), but for the tests
+ *   of what the databases, the file system and the peers do (query plans, damaged archives,
+ *   dumps, schedules and retention over time, the off-site targets against sshd and S3);
  * - node:crypto, fetch and the timers the client package leans on: test/client (but for the
  *   hardware IDs read in network namespaces, which the kernel decides; test/clients drives the
  *   Go client and the Python readers);
@@ -37,7 +38,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  * under test/lib, test/client and test/commands named earlier took 20.
  */
 const NODE_LINE = [
-  /^test\/lib\/(?!backup\/targets\/(s3|sftp)\.test\.ts$)/,
+  /^test\/lib\/(?!backup\/(targets\/|damage|postgres-dump|scheduler|retention|copy-out|docs)|notifications\/license-clock|storage\/list-plans)/,
   /^test\/client\/(?!hardware-id-netns\.test\.ts$)/,
   /^test\/cli\//,
   /^test\/scripts\//,

@@ -215,13 +215,13 @@ describe('backups on a full disk', function () {
       const { database } = store.sizes;
       for (const level of ['nothing', 'half of the staged database'] as const) {
         const refill = level === 'nothing' ? fillToTheBrim(dataDir) : (resize(dataDir, Math.ceil(usedKib(dataDir) + database / 2)), () => undefined);
-        failedCleanly(await runCli(['backup', 'restore', store.backupId, '--yes'], { env }), 'FILE_WRITE_FAILED', dataDir);
+        failedCleanly(await runCli(['backup', 'restore', store.backupId, '--yes', '--replace-keys'], { env }), 'FILE_WRITE_FAILED', dataDir);
         assert.deepEqual(debris(dataDir, store.home), [], level);
         refill();
         assert.equal(await customerIds(url), before, `${level}: the database is as it was`);
       }
       resize(dataDir, Math.ceil(usedKib(dataDir) + 3 * database + 256));
-      ok(await runCli(['backup', 'restore', store.backupId, '--yes'], { env }));
+      ok(await runCli(['backup', 'restore', store.backupId, '--yes', '--replace-keys'], { env }));
       assert.equal((await customerIds(url)).split(',').length, CUSTOMERS);
     });
   });
@@ -253,7 +253,7 @@ describe('backups on a full disk', function () {
       const sqliteArchive = await archiveOn(sqlite, pgBackups);
       const pgBefore = await customerIds(postgres.url);
       resize(pgBackups, Math.ceil(usedKib(pgBackups) + sqlite.sizes.database + 64));
-      const onto = await runCli(['backup', 'restore', sqliteArchive, '--yes'], { env: envOf(postgres.url, pgBackups) });
+      const onto = await runCli(['backup', 'restore', sqliteArchive, '--yes', '--replace-keys'], { env: envOf(postgres.url, pgBackups) });
       failedCleanly(onto, 'FILE_WRITE_FAILED', pgBackups);
       assert.deepEqual(debris(pgBackups), []);
       assert.equal(await customerIds(postgres.url), pgBefore, 'the PostgreSQL database is as it was');
@@ -269,12 +269,12 @@ describe('backups on a full disk', function () {
       const pgArchive = await archiveOn(postgres, dataDir);
       resize(dataDir, Math.ceil(usedKib(dataDir) + postgres.sizes.database + 64));
       failedCleanly(await runCli(['backup', 'validate', pgArchive], { env }), 'FILE_WRITE_FAILED', dataDir);
-      failedCleanly(await runCli(['backup', 'restore', pgArchive, '--yes'], { env }), 'FILE_WRITE_FAILED', dataDir);
+      failedCleanly(await runCli(['backup', 'restore', pgArchive, '--yes', '--replace-keys'], { env }), 'FILE_WRITE_FAILED', dataDir);
       assert.deepEqual(debris(dataDir), []);
       assert.equal(await customerIds(url), before, 'the SQLite database is as it was');
 
       resize(pgBackups, 64 * 1024);
-      ok(await runCli(['backup', 'restore', sqliteArchive, '--yes'], { env: envOf(postgres.url, pgBackups) }));
+      ok(await runCli(['backup', 'restore', sqliteArchive, '--yes', '--replace-keys'], { env: envOf(postgres.url, pgBackups) }));
       assert.equal((await customerIds(postgres.url)).split(',').length, CUSTOMERS);
     });
   });
@@ -317,7 +317,7 @@ describe('backups on a full disk', function () {
         const before = await customerIds(url);
         // Room for what is there, not for the backup's rows beside it (the old tables go only at the commit).
         resize(space, Math.ceil(usedKib(space) + store.sizes.database / 4));
-        const result = await runCli(['backup', 'restore', store.backupId, '--yes'], { env });
+        const result = await runCli(['backup', 'restore', store.backupId, '--yes', '--replace-keys'], { env });
         failedCleanly(result, 'DATABASE_DISK_FULL');
         assert.match(result.stderr, /53100/);
         assert.equal(await customerIds(url), before, 'the database is as it was');
@@ -331,7 +331,7 @@ describe('backups on a full disk', function () {
         failedCleanly(validation, 'DATABASE_DISK_FULL');
         assert.deepEqual((await deadScratchDatabases(ADMIN_URL)).filter((name) => !leftBefore.has(name)), [], 'the scratch database is dropped');
         resize(space, 16 * 1024);
-        ok(await runCli(['backup', 'restore', store.backupId, '--yes'], { env }));
+        ok(await runCli(['backup', 'restore', store.backupId, '--yes', '--replace-keys'], { env }));
         assert.equal((await customerIds(url)).split(',').length, CUSTOMERS);
       } finally {
         await dropTestDatabase(url);

@@ -64,7 +64,7 @@ function phaseOf(evidence: { code: number | null; state: 'old' | 'restored'; sta
 
 async function killRepeatedly(title: string, target: Target, backupFile: string, old: Snapshot, restored: Snapshot, direction: { from: string; to: string }): Promise<void> {
   const rng = prng(SEED ^ (direction.to === 'postgres' ? 0x5150 : 0xa0a0));
-  const args = ['backup', 'restore', backupFile, '--yes'];
+  const args = ['backup', 'restore', backupFile, '--yes', '--replace-keys'];
   const backupDir = target.env.LICENSE_BACKUP_PATH!;
 
   // Restores left to finish set the span the kills are spread over: the quicker of two, as a
@@ -151,7 +151,7 @@ async function killRepeatedly(title: string, target: Target, backupFile: string,
   assert.deepEqual(readdirSync(backupDir).filter((name) => name === '.lock' || name.startsWith('.tmp-') || name.endsWith('.partial')), []);
 
   // Its pre-restore backup is the old data, whole.
-  ok(await runCli(['backup', 'restore', report.pre_restore_backup_id, '--yes'], { env: target.env }));
+  ok(await runCli(['backup', 'restore', report.pre_restore_backup_id, '--yes', '--replace-keys'], { env: target.env }));
   assert.equal(differenceFrom(await target.snapshot(), old), undefined, 'the pre-restore backup holds the old data');
 }
 
