@@ -30,8 +30,8 @@ export interface ReplicateOptions {
  * Copies a verified local backup to the configured targets, all at once, each on its own:
  * one target down does not hold the others up, and nothing here ever fails the backup
  * itself. Each copy is noted in backup_copies first and claimed, so a copy another attempt
- * holds (another process's, or in a daemon its copier's or another request's) is left to it ('busy'); each failure is recorded for its retry and raises
- * `backup.copy_failed`.
+ * holds (another process's, or in a daemon its copier's or another request's) is left to it
+ * ('busy'); each failure is recorded for its retry and raises `backup.copy_failed`.
  */
 export async function copyToTargets(options: ReplicateOptions): Promise<CopyOutcome[]> {
   const targets = selectTargets(options.config.settings.backup.targets, options.only);
