@@ -5,10 +5,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { authenticateAdminToken } from '../../src/lib/admin-tokens.js';
 import { ensureSigningKey } from '../../src/lib/signing-keys/keys.js';
+import { SCHEMA_VERSION } from '../../src/lib/storage/migrations.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { killedAfter, ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';
 import { faultSeed, measuredSpan, spreadOver } from '../support/kill-moments.js';
+import { oldSchemaStore } from '../support/old-schema-store.js';
 import { prng } from '../support/prng.js';
 import { api, startServe } from '../support/serve.js';
 
@@ -148,6 +150,55 @@ forEachEngine('restore keeps revocations made after the backup', (fixture) => {
     const optedOut = ok(await cli(['backup', 'restore', backup.backup_id, '--yes', '--no-keep-revocations', '--json'])).json();
     assert.equal(optedOut.revocations.keep, false);
     assert.deepEqual(byHost(ok(await cli(['machine', 'list', '--license', license.id, '--json'])).json()), { 'OLD-HOST': true }, 'as the backup has them');
+  });
+
+  // machines.machine_key came with schema 13: the carry copies a machine into a restored
+  // database of schema 4 to 12 with the columns that database has (migrated after the swap).
+  for (const version of [4, 12]) {
+    it(`carries a machine deactivated after a backup of schema ${version} into it, though that schema has no machine keys`, async () => {
+      const url = await fixture.freshUrl();
+      const env = { LICENSE_DATABASE_URL: url, LICENSE_BACKUP_PATH: path.join(work, `v${version}`, 'backups') };
+      const cli = (args: string[]) => runCli(args, { env, cwd: work });
+      const { licenseId, backupFile } = await oldSchemaStore(url, version, { backupPath: env.LICENSE_BACKUP_PATH, cwd: work });
+      // Today's release runs on the store (migrating it), and an operator shuts a new machine out.
+      const checkout = (host: string) => cli(['license', 'checkout', licenseId, '--ttl-days', '1', '--hardware-id', host, '--out', path.join(work, `${host}-${randomUUID()}.lic`)]);
+      ok(await checkout('NEW-HOST'));
+      const [machine] = ok(await cli(['machine', 'list', '--license', licenseId, '--json'])).json();
+      ok(await cli(['machine', 'deactivate', machine.id]));
+
+      const report = ok(await cli(['backup', 'restore', backupFile, '--yes', '--json'])).json();
+      assert.deepEqual([report.schema_version, report.migrated_to], [version, SCHEMA_VERSION]);
+      assert.deepEqual(report.revocations.machines, [{ id: machine.id, license_id: licenseId, hardware_id: 'NEW-HOST' }]);
+      const after = ok(await cli(['machine', 'list', '--license', licenseId, '--json'])).json();
+      assert.deepEqual(after.map((m: { id: string; active: boolean }) => [m.id, m.active]), [[machine.id, false]]);
+      const again = await checkout('NEW-HOST');
+      assert.equal(again.code, 6, again.stderr);
+      assert.match(again.stderr, /MACHINE_DEACTIVATED/);
+    });
+  }
+
+  it('reads the machines of a replaced store still at schema 12 (not yet migrated by this release) without their machine keys', async () => {
+    const url = await fixture.freshUrl();
+    const env = { LICENSE_DATABASE_URL: url, LICENSE_BACKUP_PATH: path.join(work, 'unmigrated', 'backups') };
+    const cli = (args: string[]) => runCli(args, { env, cwd: work });
+    const machineId = randomUUID();
+    const { licenseId, backupFile } = await oldSchemaStore(url, 12, {
+      backupPath: env.LICENSE_BACKUP_PATH,
+      cwd: work,
+      // Deactivated after the backup, by the old release: the store is left at schema 12.
+      keep: async (db, store) => {
+        const at = new Date().toISOString();
+        await db.execute('INSERT INTO machines (id, license_id, hardware_id, name, client_version, active, first_seen, last_seen, deactivated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+          machineId, store.licenseId, 'OLD-RELEASE-HOST', null, null, false, at, at, at,
+        ]);
+      },
+    });
+
+    const report = ok(await cli(['backup', 'restore', backupFile, '--yes', '--json'])).json();
+    assert.deepEqual([report.schema_version, report.migrated_to], [12, SCHEMA_VERSION]);
+    assert.deepEqual(report.revocations.machines, [{ id: machineId, license_id: licenseId, hardware_id: 'OLD-RELEASE-HOST' }]);
+    const after = ok(await cli(['machine', 'list', '--license', licenseId, '--json'])).json();
+    assert.deepEqual(after.map((m: { id: string; active: boolean }) => [m.id, m.active]), [[machineId, false]]);
   });
 
   it('never lets a revoked token work, not even when the restore is killed at a random moment', async () => {

@@ -365,8 +365,14 @@ function hasSqliteColumn(db: { prepare(sql: string): { get(...params: unknown[])
 
 /** The tables and columns of the revocation carry that this SQLite database has (revocations.ts CarryTables). */
 function carriedTables(db: { prepare(sql: string): { get(...params: unknown[]): unknown } }): CarryTables {
+  const machines = hasSqliteTable(db, 'machines');
   const activationRequests = hasSqliteTable(db, 'activation_requests');
-  return { machines: hasSqliteTable(db, 'machines'), activationRequests, requestDigests: activationRequests && hasSqliteColumn(db, 'activation_requests', 'request_digest') };
+  return {
+    machines,
+    machineKeys: machines && hasSqliteColumn(db, 'machines', 'machine_key'),
+    activationRequests,
+    requestDigests: activationRequests && hasSqliteColumn(db, 'activation_requests', 'request_digest'),
+  };
 }
 
 async function swapSqlite(database: string, snapshot: string, carry: RevocationCarry, keys: SigningKeyCarry, at: Date): Promise<void> {

@@ -38,7 +38,7 @@ export class RevocationCarry {
       })),
       licenses: (await current.query('SELECT id, updated_at FROM licenses WHERE active = ? ORDER BY id', [false])).map(deactivated),
       customers: (await current.query('SELECT id, updated_at FROM customers WHERE active = ? ORDER BY id', [false])).map(deactivated),
-      machines: options.machines ? await current.query(`SELECT ${MACHINE_COLUMNS.join(', ')} FROM machines WHERE active = ? ORDER BY id`, [false]) : [],
+      machines: options.machines ? await current.query(`SELECT ${machineColumns(options).join(', ')} FROM machines WHERE active = ? ORDER BY id`, [false]) : [],
       activationRequests: options.activationRequests
         ? await current.query(`SELECT ${nonceColumns(options).join(', ')} FROM activation_requests ORDER BY nonce`)
         : [],
@@ -87,9 +87,12 @@ export class RevocationCarry {
           if (row) {
             await restored.execute('UPDATE machines SET active = ?, deactivated_at = ? WHERE id = ?', [false, toSqlValue(machine.deactivated_at), String(row.id)]);
           } else {
+            // With the columns the restored data has: a backup of schema 4 to 12 gets its
+            // machine_key column, empty, by migration after the swap (a shut-out machine needs none).
+            const columns = machineColumns(options);
             await restored.execute(
-              `INSERT INTO machines (${MACHINE_COLUMNS.join(', ')}) VALUES (${MACHINE_COLUMNS.map(() => '?').join(', ')})`,
-              MACHINE_COLUMNS.map((column) => toSqlValue(machine[column])),
+              `INSERT INTO machines (${columns.join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+              columns.map((column) => toSqlValue(machine[column])),
             );
           }
         }
@@ -140,12 +143,23 @@ interface Revoked {
 /** Which of the tables (and columns) that not every schema version has a database holds. */
 export interface CarryTables {
   readonly machines: boolean;
+  /** machines.machine_key (schema 13). */
+  readonly machineKeys?: boolean;
   readonly activationRequests?: boolean;
   /** activation_requests.request_digest (schema 14). */
   readonly requestDigests?: boolean;
 }
 
 const NONCE_COLUMNS = ['nonce', 'license_id', 'hardware_id', 'created_at', 'used_at'] as const;
+
+/**
+ * The columns of machines carried: those the database has, on both ends. A replaced store
+ * not yet migrated by this release may be as old as its backup; a machine read from it lacks
+ * its key, and gets none in the restored data.
+ */
+function machineColumns(options: CarryTables): readonly string[] {
+  return options.machineKeys === true ? MACHINE_COLUMNS : MACHINE_COLUMNS.filter((column) => column !== 'machine_key');
+}
 
 /** The columns of activation_requests carried: the digest where the database has it, on both ends. */
 function nonceColumns(options: CarryTables): readonly string[] {

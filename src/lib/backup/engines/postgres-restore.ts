@@ -7,7 +7,7 @@ import { inTurn, newPostgresClient } from '../../storage/postgres-connection.js'
 import { toNumberedPlaceholders } from '../../storage/placeholders.js';
 import type { Queryable, Row, SqlValue } from '../../storage/types.js';
 import { loadDump } from './postgres-load.js';
-import { CARRIED_TABLES, type RevocationCarry } from '../revocations.js';
+import { CARRIED_TABLES, type CarryTables, type RevocationCarry } from '../revocations.js';
 import { keySummariesOf, type KeySummary, type SigningKeyCarry } from '../signing-key-carry.js';
 import { newScratchDatabaseName, scratchApplicationName } from './scratch-databases.js';
 
@@ -24,6 +24,18 @@ async function hasColumn(client: { query<R extends Row>(sql: string, params?: un
     [table, column],
   );
   return result.rows[0]!.present;
+}
+
+/** The tables and columns of the revocation carry that the schema the search path finds first has (revocations.ts CarryTables). */
+async function carriedTables(client: { query<R extends Row>(sql: string, params?: unknown[]): Promise<{ rows: R[] }> }): Promise<CarryTables> {
+  const machines = await hasTable(client, 'machines');
+  const activationRequests = await hasTable(client, 'activation_requests');
+  return {
+    machines,
+    machineKeys: machines && await hasColumn(client, 'machines', 'machine_key'),
+    activationRequests,
+    requestDigests: activationRequests && await hasColumn(client, 'activation_requests', 'request_digest'),
+  };
 }
 
 /**
@@ -85,10 +97,9 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
       [[...CARRIED_TABLES]],
     );
     if (present.rows[0]!.n === CARRIED_TABLES.length) {
-      const machines = await hasTable(client, 'machines');
-      const activationRequests = await hasTable(client, 'activation_requests');
-      await client.query(`LOCK TABLE ${[...CARRIED_TABLES, 'signing_keys', ...(machines ? ['machines'] : []), ...(activationRequests ? ['activation_requests'] : [])].join(', ')} IN SHARE MODE`);
-      await carry.read(tx, { machines, activationRequests, requestDigests: activationRequests && await hasColumn(client, 'activation_requests', 'request_digest') });
+      const tables = await carriedTables(client);
+      await client.query(`LOCK TABLE ${[...CARRIED_TABLES, 'signing_keys', ...(tables.machines ? ['machines'] : []), ...(tables.activationRequests ? ['activation_requests'] : [])].join(', ')} IN SHARE MODE`);
+      await carry.read(tx, tables);
       await keys.read(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at') });
     }
     // The dump is written unqualified (docs/backup-format.md), so it loads wherever the
@@ -141,12 +152,7 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
         for (const { name } of loaded.rows) await client.query(`ALTER TABLE ${staging}.${name} SET SCHEMA ${home}`);
         // RESTRICT: anything else the dump made is refused rather than dropped unseen.
         await client.query(`DROP SCHEMA ${staging} RESTRICT`);
-        const activationRequests = await hasTable(client, 'activation_requests');
-        await carry.apply(tx, {
-          machines: await hasTable(client, 'machines'),
-          activationRequests,
-          requestDigests: activationRequests && await hasColumn(client, 'activation_requests', 'request_digest'),
-        });
+        await carry.apply(tx, await carriedTables(client));
         await keys.apply(tx, { current: await hasColumn(client, 'signing_keys', 'retired_at'), at });
         await client.query('COMMIT');
       } catch (error) {

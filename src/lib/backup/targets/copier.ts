@@ -37,6 +37,7 @@ export class Copier {
   private again = false;
   private stopped = false;
   private lastCatchUp = 0;
+  /** The name of this copier's claims: its own, so that a request to the daemon's API copying the same backup is refused its claim ('busy'). */
   readonly owner = copyOwner();
 
   constructor(private readonly options: CopierOptions) {}

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Database, Queryable } from '../../storage/types.js';
 import { hostTag, ownerState, processStart } from '../locks/work-owner.js';
 import { asIso, asIsoOrNull } from '../../storage/values.js';
@@ -9,22 +10,31 @@ import type { TargetFailure } from './target.js';
  * to reach which target, who is copying it now, and what went wrong last. A copy is claimed
  * for a lease before it starts, so two processes (two daemons on PostgreSQL, or a command and
  * the daemon) never copy the same backup to the same target at once. A claim names its holder
- * (copyOwner: host, pid and the process's start); when that holder ran on this host and is
- * gone (killed while copying), the next process that looks takes the claim over at once: the
- * restarted daemon's first round, or `backup copy`. A claim of a process on another host
- * cannot be checked from here: it ends with its lease.
+ * (copyOwner: host, pid and the process's start, and the attempt, since one process may make
+ * two: a daemon's own copier and a request to its API, or two requests); when that holder
+ * ran on this host and is gone (killed while copying), the next process that looks takes the
+ * claim over at once: the restarted daemon's first round, or `backup copy`. A live claim is
+ * never taken, whoever asks, this very process included. A claim of a process on another
+ * host cannot be checked from here: it ends with its lease.
  */
 export const COPY_LEASE_MS = 30 * 60_000;
 
-/** Who holds a claim: this process, `<host tag>:<pid>:<start>` (work-owner.ts; `:<start>` left out where it cannot be read). */
+/**
+ * A new claimant: this process and one attempt of it, `<host tag>:<pid>:<start>/<attempt>`
+ * (work-owner.ts; `:<start>` left out where it cannot be read; the attempt 12 random hex
+ * digits). Each call names another attempt: whoever claims keeps the name for its own finishCopy.
+ */
 export function copyOwner(): string {
   const start = processStart();
-  return `${hostTag()}:${process.pid}${start === undefined ? '' : `:${start}`}`;
+  return `${hostTag()}:${process.pid}${start === undefined ? '' : `:${start}`}/${randomBytes(6).toString('hex')}`;
 }
 
-/** Whether a claim's holder runs: 'gone' only for one on this host that no longer does. Names of older releases lack the start. */
+/**
+ * Whether a claim's holder runs: 'gone' only for one on this host that no longer does. The
+ * process decides, not the attempt. Names of older releases lack the attempt, and some the start.
+ */
 export function claimHolderState(claimedBy: string): 'alive' | 'gone' | 'other-host' {
-  const holder = /^([0-9a-f]{8}):(\d+)(?::(\d+))?$/.exec(claimedBy);
+  const holder = /^([0-9a-f]{8}):(\d+)(?::(\d+))?(?:\/[0-9a-f]{1,32})?$/.exec(claimedBy);
   // Not a name this code writes: nothing can be said of it, so it is left to its lease.
   if (!holder) return 'other-host';
   return ownerState({ host: holder[1]!, pid: Number(holder[2]), ...(holder[3] === undefined ? {} : { start: holder[3] }) });
@@ -64,17 +74,18 @@ export async function notePendingCopies(db: Queryable, backupId: string, targets
 }
 
 /**
- * Claims the copy of `backupId` to `target` for `owner`, unless it is copied or someone else
- * holds it. True when this process may copy it now. A claim whose holder ran on this host and
- * is gone (a command killed mid-copy) is taken over at once rather than after its lease: the
- * operator's next `backup copy` must not wait half an hour for a dead process.
+ * Claims the copy of `backupId` to `target` for `owner` (a copyOwner() of its own), unless it
+ * is copied or held. True when this attempt may copy it now. A claim whose holder ran on this
+ * host and is gone (a command killed mid-copy) is taken over at once rather than after its
+ * lease: the operator's next `backup copy` must not wait half an hour for a dead process. A
+ * live holder's is not, this process's own included (the daemon's copier is sending it now).
  */
 export async function claimCopy(db: Database, backupId: string, target: string, owner: string, at: Date): Promise<boolean> {
   const until = new Date(at.getTime() + COPY_LEASE_MS).toISOString();
   const changed = await db.execute(
     `UPDATE backup_copies SET claimed_by = ?, claimed_until = ?
-     WHERE backup_id = ? AND target = ? AND status <> 'copied' AND (claimed_until IS NULL OR claimed_until < ? OR claimed_by = ?)`,
-    [owner, until, backupId, target, at.toISOString(), owner],
+     WHERE backup_id = ? AND target = ? AND status <> 'copied' AND (claimed_until IS NULL OR claimed_until < ?)`,
+    [owner, until, backupId, target, at.toISOString()],
   );
   if (changed === 1) return true;
   const [row] = await db.query<{ claimed_by: string | null; status: string }>('SELECT claimed_by, status FROM backup_copies WHERE backup_id = ? AND target = ?', [backupId, target]);

@@ -29,15 +29,16 @@ export interface ReplicateOptions {
 /**
  * Copies a verified local backup to the configured targets, all at once, each on its own:
  * one target down does not hold the others up, and nothing here ever fails the backup
- * itself. Each copy is noted in backup_copies first and claimed, so a copy another process
- * holds is left to it ('busy'); each failure is recorded for its retry and raises
- * `backup.copy_failed`.
+ * itself. Each copy is noted in backup_copies first and claimed, so a copy another attempt
+ * holds (another process's, or in a daemon its copier's or another request's) is left to it
+ * ('busy'); each failure is recorded for its retry and raises `backup.copy_failed`.
  */
 export async function copyToTargets(options: ReplicateOptions): Promise<CopyOutcome[]> {
   const targets = selectTargets(options.config.settings.backup.targets, options.only);
   if (targets.length === 0) return [];
   const { db, record, context } = options;
   await db.transaction((tx) => notePendingCopies(tx, record.backup_id, targets.map((target) => target.name), now(context), true));
+  // An attempt of its own: inside a daemon, its copier or another request may be copying it now.
   const owner = copyOwner();
   return Promise.all(targets.map((target) => copyOne(target, owner, options)));
 }
@@ -45,7 +46,7 @@ export async function copyToTargets(options: ReplicateOptions): Promise<CopyOutc
 async function copyOne(settings: TargetSettings, owner: string, options: ReplicateOptions): Promise<CopyOutcome> {
   const { db, record, context } = options;
   if (!(await claimCopy(db, record.backup_id, settings.name, owner, now(context)))) {
-    return { target: settings.name, backup_id: record.backup_id, result: 'busy', error: 'another process is copying it now, or it is copied' };
+    return { target: settings.name, backup_id: record.backup_id, result: 'busy', error: 'another copy of it to this target is under way now, or it is copied' };
   }
   options.onTarget?.(settings.name, { phase: 'start' });
   const outcome = await copyAndPrune(settings, record, {

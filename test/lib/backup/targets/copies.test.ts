@@ -36,9 +36,14 @@ forEachEngine('off-site copy claims', (fixture) => {
   };
   const me = copyOwner();
 
-  it('names its holder by host, pid and the process\'s start', () => {
-    assert.equal(me, `${here}:${process.pid}:${processStart()}`);
+  it('names its holder by host, pid and the process\'s start, and the attempt: another for every claimant', () => {
+    assert.match(me, new RegExp(`^${here}:${process.pid}:${processStart()}/[0-9a-f]{12}$`));
     assert.match(processStart()!, /^\d+$/);
+    assert.notEqual(copyOwner(), me);
+    // The process decides whether a claim is held, not the attempt; an older release's names have none.
+    assert.equal(claimHolderState(me), 'alive');
+    assert.equal(claimHolderState(`${here}:${process.pid}:${processStart()}`), 'alive');
+    assert.equal(claimHolderState(`${here}:${deadPid()}:12345/0123456789ab`), 'gone');
   });
 
   it('takes over at once the claims of processes on this host that are gone, with or without their start (an older release\'s names)', async () => {
@@ -75,6 +80,24 @@ forEachEngine('off-site copy claims', (fixture) => {
     assert.equal(await claimCopy(db, reused, 'nas', me, later), true);
     // And never a copy it claimed itself to another process of this host that runs.
     assert.equal(await claimCopy(db, dead, 'nas', `${here}:${process.ppid}:${processStart(process.ppid)}`, later), false);
+  });
+
+  // A daemon's own copier and a request to its API (POST /api/backups/{id}/copy) run in one
+  // process: a claim must tell their attempts apart, or both upload the same backup at once.
+  it('never gives a live claim of this very process to another attempt of it: the copier\'s to an API copy, or one request\'s to another', async () => {
+    const copier = copyOwner();
+    await notePendingCopies(db, '20261126T030000000Z-0c0c0c', ['nas'], at);
+    assert.deepEqual((await claimDueCopies(db, copier, at, 10)).map((copy) => copy.backup_id), ['20261126T030000000Z-0c0c0c']);
+    const request = copyOwner();
+    assert.equal(await claimCopy(db, '20261126T030000000Z-0c0c0c', 'nas', request, later), false, 'an API copy took the claim the copier holds');
+    assert.equal(claimHolderState(copier), 'alive');
+
+    await notePendingCopies(db, '20261126T030000000Z-0d0d0d', ['nas'], at);
+    assert.equal(await claimCopy(db, '20261126T030000000Z-0d0d0d', 'nas', request, at), true);
+    assert.equal(await claimCopy(db, '20261126T030000000Z-0d0d0d', 'nas', copyOwner(), later), false, 'a second request took the first one\'s claim');
+    assert.deepEqual(await claimDueCopies(db, copyOwner(), later, 10), [], 'nor does the copier take a request\'s');
+    const holders = await db.query('SELECT backup_id, claimed_by FROM backup_copies ORDER BY backup_id');
+    assert.deepEqual(holders.map((row) => row.claimed_by), [copier, request]);
   });
 
   it('counts a holder that was killed and not reaped yet (a zombie, which still answers signal 0) as gone', async () => {
