@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { raiseEvent } from '../../src/lib/notifications/outbox.js';
-import type { EventName } from '../../src/lib/notifications/settings.js';
+import type { EventName } from '../../src/lib/notifications/events.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';

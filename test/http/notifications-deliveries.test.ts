@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { raiseEvent } from '../../src/lib/notifications/outbox.js';
-import { replaceNotificationSettings, type EventName } from '../../src/lib/notifications/settings.js';
+import type { EventName } from '../../src/lib/notifications/events.js';
+import { replaceNotificationSettings } from '../../src/lib/notifications/settings.js';
 import { openDatabase } from '../../src/lib/storage/open.js';
 import { ok, runCli } from '../support/cli.js';
 import { forEachEngine } from '../support/engines.js';

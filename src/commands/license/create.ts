@@ -3,7 +3,7 @@ import { BaseCommand } from '../../cli/base-command.js';
 import { formatLicense } from '../../cli/license-output.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadataPairs } from '../../lib/licensing/license-terms.js';
 import { createLicense, LICENSE_TYPES, parseEntitlementGrant, type License } from '../../lib/licensing/licenses.js';
-import { BINDINGS } from '../../lib/offline/machine-key.js';
+import { BINDINGS } from '../../lib/licensing/license-terms.js';
 
 export default class LicenseCreate extends BaseCommand<typeof LicenseCreate> {
   static override description = `Create a license for a customer.

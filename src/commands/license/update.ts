@@ -6,7 +6,7 @@ import { LicenseServerError } from '../../lib/errors.js';
 import { updateLicense, type LicenseChange } from '../../lib/licensing/license-changes.js';
 import { parseLeaseHours, parseMaxMachines, parseMetadataPairs } from '../../lib/licensing/license-terms.js';
 import { parseEntitlementGrant } from '../../lib/licensing/licenses.js';
-import { BINDINGS } from '../../lib/offline/machine-key.js';
+import { BINDINGS } from '../../lib/licensing/license-terms.js';
 
 export default class LicenseUpdate extends BaseCommand<typeof LicenseUpdate> {
   static override description = `Change a license in place: same id and key, every change audited with its before and after.

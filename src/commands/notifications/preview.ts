@@ -8,7 +8,7 @@ export default class NotificationsPreview extends BaseCommand<typeof Notificatio
   };
 
   async run(): Promise<{ event: string; template: string | null; subject: string; body: string }> {
-    const { readNotificationSettings, eventMatches } = await import('../../lib/notifications/settings.js');
+    const [{ readNotificationSettings }, { eventMatches }] = await Promise.all([import('../../lib/notifications/settings.js'), import('../../lib/notifications/events.js')]);
     const { renderTemplate, SAMPLE_DATA } = await import('../../lib/notifications/render.js');
     const { event } = this.flags;
     const settings = await this.withDatabase((db) => readNotificationSettings(db));

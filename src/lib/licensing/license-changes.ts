@@ -7,8 +7,8 @@ import type { Database, Queryable, SqlValue } from '../storage/types.js';
 import { describe, truncateToSeconds } from '../validate.js';
 import { getEntitlementByCode, parseEntitlementCode } from './entitlements.js';
 import { parseDuration } from '../duration.js';
-import { parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
-import { dropEmpty, getLicense, parseBinding, toDate, type EntitlementGrant, type License } from './licenses.js';
+import { parseBinding, parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
+import { dropEmpty, getLicense, toDate, type EntitlementGrant, type License } from './licenses.js';
 import { listMachines } from './machines.js';
 
 /**

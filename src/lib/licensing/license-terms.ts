@@ -3,6 +3,22 @@ import { describe } from '../validate.js';
 
 /** Checks of the license terms that create, update and renew share. */
 
+/**
+ * How a license's offline files seal its decryption key (`license create/update --binding`):
+ * to the hardware ID, or to the machine's X25519 key (offline/machine-key.ts). Kept here, not
+ * beside the sealing code, so that reading a license does not load the HPKE and curve code.
+ */
+export const BINDINGS = ['hardware-id', 'machine-key'] as const;
+export type Binding = (typeof BINDINGS)[number];
+
+/** `--binding` / `binding`: INVALID_INPUT unless one of BINDINGS. */
+export function parseBinding(value: unknown): Binding {
+  if (typeof value !== 'string' || !(BINDINGS as readonly string[]).includes(value)) {
+    throw new LicenseServerError('INVALID_INPUT', `binding must be ${BINDINGS.join(' or ')}, got ${describe(typeof value === 'string' ? value : String(value))}`);
+  }
+  return value as Binding;
+}
+
 export const MAX_LEASE_HOURS = 720;
 export const MAX_METADATA_ENTRIES = 64;
 const METADATA_KEY = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;

@@ -12,9 +12,8 @@ import { pageQuery, pageRows, unindexedBoolean, unindexedText, type ListPage, ty
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
-import { parseLeaseHours, parseMaxMachines, parseMetadata } from './license-terms.js';
+import { parseBinding, parseLeaseHours, parseMaxMachines, parseMetadata, type Binding } from './license-terms.js';
 import { MACHINE_COLUMNS, seatHeld } from './machines.js';
-import { BINDINGS, type Binding } from '../offline/machine-key.js';
 import { describe, isUuid, parseTimestamp, parseUuid, truncateToSeconds } from '../validate.js';
 
 export const LICENSE_TYPES = ['time_based', 'usage_based', 'hybrid'] as const;
@@ -81,14 +80,6 @@ export interface NewLicense {
   readonly metadata?: Readonly<Record<string, string>>;
   /** 'hardware-id' (the default) or 'machine-key'. */
   readonly binding?: string;
-}
-
-/** `--binding` / `binding`: INVALID_INPUT unless one of BINDINGS. */
-export function parseBinding(value: unknown): Binding {
-  if (typeof value !== 'string' || !(BINDINGS as readonly string[]).includes(value)) {
-    throw new LicenseServerError('INVALID_INPUT', `binding must be ${BINDINGS.join(' or ')}, got ${describe(typeof value === 'string' ? value : String(value))}`);
-  }
-  return value as Binding;
 }
 
 export function parseLicenseType(type: string): LicenseType {

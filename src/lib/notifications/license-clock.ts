@@ -3,7 +3,7 @@ import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 import { LICENSE_FIELD_COLUMNS, licenseFieldsOfRow } from './license-events.js';
 import { raiseEvent } from './outbox.js';
-import { hasEnabledRuleFor } from './settings.js';
+import { hasEnabledRuleFor } from './events.js';
 
 /** `notifications.expiring_soon_days` when unset: reminders 30, 7 and 1 days before the end. */
 

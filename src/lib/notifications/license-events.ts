@@ -3,7 +3,7 @@ import { licenseKeyPrefix } from '../licensing/license-key.js';
 import type { Queryable } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 import { raiseEvent } from './outbox.js';
-import { hasEnabledRuleFor, type EventName } from './settings.js';
+import { hasEnabledRuleFor, type EventName } from './events.js';
 
 /**
  * What every license event's data starts with (docs/notifications.md, "License events"). The key's

@@ -2,7 +2,7 @@ import { now, type OperationContext } from '../context.js';
 import type { Database } from '../storage/types.js';
 import { asInt, asIso } from '../storage/values.js';
 import { raiseLicenseEvent } from './license-events.js';
-import { hasEnabledRuleFor } from './settings.js';
+import { hasEnabledRuleFor } from './events.js';
 
 /** At most one machine.limit_exceeded event per license in this time. */
 export const LIMIT_EXCEEDED_INTERVAL_MS = 3_600_000;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { now, type OperationContext } from '../context.js';
 import type { Queryable } from '../storage/types.js';
 import { asBool } from '../storage/values.js';
-import { patternsSelecting, type EventName } from './settings.js';
+import { patternsSelecting, type EventName } from './events.js';
 
 /** What a rule's `email: customer` sends to: the contact email of the event's own customer. */
 export const CUSTOMER_RECIPIENT = 'customer';

@@ -7,28 +7,7 @@ import type { Database, Queryable } from '../storage/types.js';
 import { asBool } from '../storage/values.js';
 import { describe } from '../validate.js';
 import { checkLiteralAddress } from './address.js';
-
-/** Every event the server sends (docs/notifications.md). */
-export const EVENTS = [
-  'backup.succeeded',
-  'backup.failed',
-  'backup.restored',
-  'backup.copy_failed',
-  'backup.stale',
-  'license.checked_out',
-  'license.created',
-  'license.updated',
-  'license.renewed',
-  'license.deactivated',
-  'license.expired',
-  'license.expiring_soon',
-  'machine.activated',
-  'machine.migrated',
-  'machine.limit_exceeded',
-  'usage.threshold',
-  'signing_key.rotated',
-] as const;
-export type EventName = (typeof EVENTS)[number];
+import { EVENTS, eventMatches } from './events.js';
 
 export interface Webhook {
   readonly name: string;
@@ -158,29 +137,6 @@ function compareRules(a: AlertRule, b: AlertRule): number {
   const right = [b.event, b.webhook ?? '', b.email ?? ''];
   const at = left.findIndex((part, i) => part !== right[i]);
   return at === -1 ? 0 : left[at]! < right[at]! ? -1 : 1;
-}
-
-/** Whether an enabled alert rule selects `event`: what decides if anything is sent for it. */
-export async function hasEnabledRuleFor(db: Queryable, event: string): Promise<boolean> {
-  const patterns = patternsSelecting(event);
-  const rows = await db.query(`SELECT 1 AS found FROM notification_alert_rules WHERE enabled = ? AND event IN (${patterns.map(() => '?').join(', ')}) LIMIT 1`, [true, ...patterns]);
-  return rows.length > 0;
-}
-
-/**
- * Every rule pattern that selects `event` (eventMatches): the event itself, `*`, and each
- * `prefix.*` before one of its dots. A rule's pattern is one of these exactly when it
- * matches, so a query can find the rules by equality.
- */
-export function patternsSelecting(event: string): string[] {
-  const patterns = [event, '*'];
-  for (let dot = event.indexOf('.'); dot !== -1; dot = event.indexOf('.', dot + 1)) patterns.push(`${event.slice(0, dot + 1)}*`);
-  return patterns;
-}
-
-export function eventMatches(pattern: string, event: string): boolean {
-  if (pattern === '*' || pattern === event) return true;
-  return pattern.endsWith('.*') && event.startsWith(pattern.slice(0, -1));
 }
 
 function parseSettings(input: unknown, allowLinkLocal: boolean): { webhooks: Array<Webhook & { secret: string }>; rules: AlertRule[]; email_templates: EmailTemplate[] } {

@@ -1,5 +1,6 @@
 import { renderTemplate } from './render.js';
-import { eventMatches, type EmailTemplate, type EventName } from './settings.js';
+import { eventMatches, type EventName } from './events.js';
+import type { EmailTemplate } from './settings.js';
 import type { NotificationEvent } from './notifier.js';
 
 /**

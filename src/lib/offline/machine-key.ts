@@ -3,6 +3,7 @@ import { N_ENC, N_PK, N_SK, N_T, openBase, publicKeyOf, sealBase } from '../cryp
 import { isSmallOrderPoint } from '../crypto/x25519-small-order.js';
 import { decodeBase64Strict, encodeBase64 } from './base64.js';
 import { DECRYPTION_KEY_LENGTH } from './binding.js';
+import type { Binding } from '../licensing/license-terms.js';
 
 /**
  * The machine-key binding of a license's decryption key (docs/offline-license-format.md,
@@ -22,9 +23,6 @@ export const MACHINE_SEALED_KEY_LENGTH = N_ENC + DECRYPTION_KEY_LENGTH + N_T;
 /** Unpadded base64url of 32 bytes. */
 const MACHINE_KEY_TEXT = /^[A-Za-z0-9_-]{43}$/;
 
-/** The two bindings a license can have (`license create/update --binding`). */
-export const BINDINGS = ['hardware-id', 'machine-key'] as const;
-export type Binding = (typeof BINDINGS)[number];
 
 /** HPKE's info for one license and machine: the sealed key opens for this pair only. */
 export function machineKeyInfo(licenseId: string, hardwareId: string): Uint8Array {

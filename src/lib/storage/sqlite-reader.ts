@@ -1,4 +1,4 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { LicenseServerError } from '../errors.js';
 import { toSqlite } from './sqlite-bind.js';
 import { sqliteDriverPath } from './sqlite-driver.js';
@@ -138,6 +138,9 @@ export class SqliteReader {
 
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
+    // Loaded here, at the first offloaded read (serve only), not by every command that opens
+    // a SQLite store: worker_threads costs a command line's start-up about 2 ms.
+    const { Worker } = process.getBuiltinModule('node:worker_threads');
     const worker = new Worker(WORKER, {
       eval: true,
       workerData: { module: sqliteDriverPath(), file: this.file, busyTimeoutMs: this.options.busyTimeoutMs, nice: this.options.nice ?? 0 },

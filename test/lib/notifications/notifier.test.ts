@@ -7,7 +7,7 @@ import type { DeliveryOutcome } from '../../../src/lib/notifications/deliverer.j
 import { SIGNATURE_HEADER } from '../../../src/lib/notifications/notifier.js';
 import { raiseEvent } from '../../../src/lib/notifications/outbox.js';
 import type { Resolver } from '../../../src/lib/notifications/address.js';
-import type { EventName } from '../../../src/lib/notifications/settings.js';
+import type { EventName } from '../../../src/lib/notifications/events.js';
 import { renderTemplate } from '../../../src/lib/notifications/render.js';
 import { readNotificationSettings, redactSettings, replaceNotificationSettings, REDACTED } from '../../../src/lib/notifications/settings.js';
 import { LicenseServerError } from '../../../src/lib/errors.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { renderTemplate } from '../../../src/lib/notifications/render.js';
-import { EVENTS } from '../../../src/lib/notifications/settings.js';
+import { EVENTS } from '../../../src/lib/notifications/events.js';
 import { DEFAULT_EMAIL_TEMPLATES, renderEmail } from '../../../src/lib/notifications/templates.js';
 
 const docs = readFileSync(fileURLToPath(new URL('../../../docs/notifications.md', import.meta.url)), 'utf8');
