@@ -19,11 +19,12 @@
 // by test/lib/notifications/raise-cost.test.ts). What B costs beyond that is sending: the daemon
 // POSTs each delivery on a connection of its own, in the same process that serves the API.
 // --cli runs another build (an older checkout's bin/run.js) to compare before and after.
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { adminToken, startProcess } from './lib/daemon.mjs';
 
 const arg = (name, fallback) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -43,20 +44,7 @@ const env = {
 };
 const children = [];
 
-/** Starts a child process and resolves with the first URL it prints. */
-function start(args, extraEnv = {}) {
-  const child = spawn(process.execPath, args, { cwd: dir, env: { ...env, ...extraEnv }, stdio: ['ignore', 'pipe', 'ignore'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk) => {
-      out += chunk;
-      const url = /(http:\/\/127\.0\.0\.1:\d+)/.exec(out)?.[1];
-      if (url && (!args.includes('serve') || /admin token/.test(out))) resolve({ url, out });
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
-  });
-}
+const start = (args, extraEnv = {}) => startProcess(args, { cwd: dir, env: { ...env, ...extraEnv }, children });
 
 /**
  * CPU seconds (user + system) a process has used, from /proc (Linux): steadier than rates on a
@@ -101,7 +89,7 @@ try {
   execFileSync(process.execPath, [cli, 'init'], { cwd: dir, env, stdio: 'ignore' });
   const serve = await start([cli, 'serve', '--port', '0']);
   const daemon = children.at(-1);
-  const token = /admin token \(shown only this once, store it now\): (\S+)/.exec(serve.out)[1];
+  const token = adminToken(serve.out);
   const customer = await api(serve.url, token, 'POST', '/api/customers', { name: 'Bench & Co', email: 'buyer@bench.example' });
   await api(serve.url, token, 'POST', '/api/entitlements', { code: 'export', name: 'Export' });
 

@@ -27,10 +27,12 @@ server.listen(0, '127.0.0.1', () => console.log('http://127.0.0.1:' + server.add
 
 /**
  * Starts a Node process and resolves with the first loopback URL it prints (for `serve`,
- * once it has also printed its admin token). The caller kills it.
+ * once it has also printed its admin token). The caller kills it (`children` collects it).
  */
 export function startProcess(args, { cwd, env = {}, children }) {
-  const child = spawn(process.execPath, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'ignore'] });
+  // The caller's environment without LICENSE_* variables, which would configure the daemon.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('LICENSE_')));
+  const child = spawn(process.execPath, args, { cwd, env: { ...inherited, ...env }, stdio: ['ignore', 'pipe', 'ignore'] });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
