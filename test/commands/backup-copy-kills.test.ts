@@ -15,7 +15,10 @@ import { prng } from '../support/prng.js';
 
 // Printed, and taken from FAULT_SEED when set, so that a failing run's kills can be replayed.
 const SEED = faultSeed();
-const KILLS = Number(process.env.COPY_KILLS ?? 20);
+// 12 per target kind, spread evenly over the upload's measured span (kill-moments.ts): each
+// twelfth of the upload gets one. With 20 kills spread over 1.35 times the span, a third of
+// them landed after the copy was listed and proved nothing (CI, 2026-11-29: 4-9 of 20).
+const KILLS = Number(process.env.COPY_KILLS ?? 12);
 const ARCHIVE_BYTES = 64 * 1024 * 1024;
 
 /**
@@ -66,7 +69,8 @@ for (const kind of TARGET_KINDS) {
           spans.push(unkilled.at - unkilled.shownAt);
         }
         const upload = Math.min(...spans);
-        const delays = spreadOver(upload, KILLS, random);
+        // The span ends with the command, so no margin past it: every kill lands before the exit.
+        const delays = spreadOver(upload, KILLS, random, { margin: 1 });
 
         let completed = 0;
         let interrupted = 0;
