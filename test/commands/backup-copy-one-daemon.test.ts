@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { copyBackup } from '../../src/lib/backup/targets/copy.js';
 import { openTarget } from '../../src/lib/backup/targets/open.js';
-import { indexText, type BackupRecord } from '../../src/lib/backup/repository.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { runCli } from '../support/cli.js';
+import { plantBackup, withDeadline } from '../support/planted-backup.js';
 import { forEachEngine } from '../support/engines.js';
 import { api, startServe, type ServeProcess } from '../support/serve.js';
 import { freezeConnection, sshdProblem, startSshd, type TestSshd } from '../support/sshd.js';
@@ -61,7 +61,7 @@ forEachEngine('one daemon, one backup, one target: one upload at a time', (fixtu
       };
       assert.equal((await runCli(['init'], { env, cwd: work })).code, 0);
       // Made before the daemon starts: its first round's catch-up notes it for the target.
-      const record = plantBackup(backups);
+      const record = plantBackup(backups, ARCHIVE_BYTES);
 
       // How long a whole copy takes here, through the target's own code, into a directory of its own.
       mkdirSync(path.join(sshd.localDirectory, 'measure'));
@@ -136,26 +136,3 @@ forEachEngine('one daemon, one backup, one target: one upload at a time', (fixtu
     }
   });
 });
-
-/** A listed local backup of ARCHIVE_BYTES random bytes, made now (its bytes need not be a real backup's to be copied). */
-function plantBackup(directory: string): BackupRecord {
-  const at = new Date();
-  const id = `${at.toISOString().replace(/[-:.]/g, '').replace(/Z$/, '')}Z-${randomBytes(3).toString('hex')}`;
-  const archive = randomBytes(ARCHIVE_BYTES);
-  const record: BackupRecord = {
-    backup_id: id, created_at: at.toISOString(), trigger: 'manual', engine: 'sqlite', schema_version: 9, encrypted: true, tool_version: '0.1.0',
-    file: `${id}.backup.tar.gz.enc`, size: archive.length, sha256: createHash('sha256').update(archive).digest('hex'), verified_at: at.toISOString(),
-  };
-  writeFileSync(path.join(directory, record.file), archive, { mode: 0o600 });
-  writeFileSync(path.join(directory, `${id}.backup.json`), indexText(record), { mode: 0o600 });
-  return record;
-}
-
-async function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${Math.round(ms)} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

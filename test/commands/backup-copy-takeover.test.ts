@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, watch, type FSWatcher } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { COPY_POLL_MS } from '../../src/lib/backup/targets/copier.js';
 import { copyBackup } from '../../src/lib/backup/targets/copy.js';
 import { openTarget } from '../../src/lib/backup/targets/open.js';
-import { indexText, type BackupRecord } from '../../src/lib/backup/repository.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { runCli } from '../support/cli.js';
+import { plantBackup, withDeadline } from '../support/planted-backup.js';
 import { forEachEngine } from '../support/engines.js';
 import { startS3ServerOrSkip, type S3TestServer } from '../support/s3-server.js';
 import { startServe, type ServeProcess } from '../support/serve.js';
@@ -120,7 +120,7 @@ forEachEngine('an off-site copy whose daemon was SIGKILLed in the middle of it',
         assert.equal((await cli('init')).code, 0);
         // A large backup the copy takes a while over (its bytes need not be a real backup's to
         // be copied), made before the daemon starts: its first round's catch-up notes it.
-        const record = plantBackup(backups);
+        const record = plantBackup(backups, ARCHIVE_BYTES);
 
         // How long a whole copy of it takes here, through the target's own code.
         const config = await resolveConfig({ cwd: work, env });
@@ -198,28 +198,6 @@ forEachEngine('an off-site copy whose daemon was SIGKILLed in the middle of it',
   }
 });
 
-/** A listed local backup of ARCHIVE_BYTES random bytes, made now. */
-function plantBackup(directory: string): BackupRecord {
-  const at = new Date();
-  const id = `${at.toISOString().replace(/[-:.]/g, '').replace(/Z$/, '')}Z-${randomBytes(3).toString('hex')}`;
-  const archive = randomBytes(ARCHIVE_BYTES);
-  const record: BackupRecord = {
-    backup_id: id, created_at: at.toISOString(), trigger: 'manual', engine: 'sqlite', schema_version: 9, encrypted: true, tool_version: '0.1.0',
-    file: `${id}.backup.tar.gz.enc`, size: archive.length, sha256: createHash('sha256').update(archive).digest('hex'), verified_at: at.toISOString(),
-  };
-  writeFileSync(path.join(directory, record.file), archive, { mode: 0o600 });
-  writeFileSync(path.join(directory, `${id}.backup.json`), indexText(record), { mode: 0o600 });
-  return record;
-}
-
-async function withDeadline<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${Math.round(ms)} ms`)), ms)))]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 async function waitFor(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
   const started = performance.now();
