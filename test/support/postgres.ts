@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { scaledMs } from './busy-machine.js';
 
 /**
  * The PostgreSQL server the tests use: LICENSE_TEST_DATABASE_URL names a database to
@@ -63,7 +64,26 @@ export async function createTestDatabase(): Promise<string> {
 
 export async function dropTestDatabase(url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);
-  await onDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  await onDatabase(ADMIN_URL, (client) => dropDatabase(client, name));
+}
+
+/**
+ * DROP DATABASE forces a checkpoint, which fails ('checkpoint request failed') while another
+ * run's disk-full test holds its small tablespace full: the server cannot write that
+ * tablespace's dirty pages until the test frees it, a few seconds later. CI's runs side by side
+ * met this (2026-11-29). Tried again for up to a minute, stretched by the machine's load.
+ */
+async function dropDatabase(client: pg.Client, name: string): Promise<void> {
+  const deadline = Date.now() + scaledMs(60_000);
+  for (;;) {
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      return;
+    } catch (error) {
+      if (!/checkpoint request failed/.test((error as Error).message) || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
 
 /** Drops whatever this run created and did not drop itself (a failed test, say). */
@@ -71,7 +91,7 @@ export async function dropAllTestDatabases(): Promise<void> {
   if (await postgresProblem()) return;
   await onDatabase(ADMIN_URL, async (client) => {
     const { rows } = await client.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1', [`${RUN_PREFIX}_%`]);
-    for (const { datname } of rows) await client.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`);
+    for (const { datname } of rows) await dropDatabase(client, datname);
   });
 }
 
