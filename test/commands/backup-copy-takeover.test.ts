@@ -5,11 +5,10 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, watch, type FSWatcher } fr
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { COPY_POLL_MS } from '../../src/lib/backup/targets/copier.js';
-import { copyBackup } from '../../src/lib/backup/targets/copy.js';
 import { openTarget } from '../../src/lib/backup/targets/open.js';
 import { resolveConfig } from '../../src/lib/config/resolve.js';
 import { runCli } from '../support/cli.js';
-import { plantBackup, withDeadline } from '../support/planted-backup.js';
+import { plantBackup, timedCopy, withDeadline } from '../support/planted-backup.js';
 import { forEachEngine } from '../support/engines.js';
 import { startS3ServerOrSkip, type S3TestServer } from '../support/s3-server.js';
 import { startServe, type ServeProcess } from '../support/serve.js';
@@ -128,13 +127,7 @@ forEachEngine('an off-site copy whose daemon was SIGKILLed in the middle of it',
         const scratch = path.join(work, 'scratch');
         mkdirSync(scratch);
         const measured = await openTarget(settings.kind === 'file' ? { ...settings, path: scratch } : settings.kind === 's3' ? { ...settings, prefix: 'measure' } : settings, env);
-        let started = performance.now();
-        try {
-          assert.equal((await copyBackup(measured, backups, record, { allowUnencrypted: false })).result, 'copied');
-        } finally {
-          await measured.close();
-        }
-        const whole = performance.now() - started;
+        const whole = await timedCopy(measured, backups, record);
 
         // The first daemon, frozen the moment its upload shows on the target, then killed.
         let daemon: ChildProcess | undefined;
@@ -176,7 +169,7 @@ forEachEngine('an off-site copy whose daemon was SIGKILLed in the middle of it',
         // at the latest, however long the claim's lease still runs.
         const second = await startServe(env);
         serves.push(second);
-        started = performance.now();
+        const started = performance.now();
         const bound = COPY_POLL_MS + 5 * whole + 10_000;
         while (!(await place.raw()).includes(`${record.backup_id}.backup.json`)) {
           const waited = performance.now() - started;

@@ -1,7 +1,10 @@
+import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { indexText, type BackupRecord } from '../../src/lib/backup/repository.js';
+import { copyBackup } from '../../src/lib/backup/targets/copy.js';
+import type { BackupTarget } from '../../src/lib/backup/targets/target.js';
 
 /**
  * A listed local backup of `bytes` random bytes in `directory`, made now: archive and index, as
@@ -28,4 +31,18 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, what: string
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Milliseconds one whole copy of `record` from `directory` to `target` takes here, through the
+ * target's own code (it must succeed); closes the target. What a test's bounds are made of.
+ */
+export async function timedCopy(target: BackupTarget, directory: string, record: BackupRecord): Promise<number> {
+  const started = performance.now();
+  try {
+    assert.equal((await copyBackup(target, directory, record, { allowUnencrypted: false })).result, 'copied');
+  } finally {
+    await target.close();
+  }
+  return performance.now() - started;
 }
