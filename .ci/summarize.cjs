@@ -10,7 +10,8 @@ const total = { passed: 0, failed: 0, skipped: 0 };
 const files = fs.readdirSync(dir).filter((name) => name.endsWith('.json')).sort();
 for (const name of files) {
   const run = JSON.parse(fs.readFileSync(path.join(dir, name), 'utf8'));
-  const took = typeof run.seconds === 'number' ? ` in ${run.seconds} s` : '';
+  const cpu = typeof run.cpu_seconds === 'number' ? ` and ${run.cpu_seconds} CPU s${run.cpu_budget_seconds ? ` (budget ${run.cpu_budget_seconds})` : ''}` : '';
+  const took = typeof run.seconds === 'number' ? ` in ${run.seconds} s${cpu}` : '';
   console.log(`[ci] ${name.slice(0, -'.json'.length)}: ${run.passed} passed, ${run.failed} failed, ${run.skipped} skipped${took}`);
   for (const key of Object.keys(total)) total[key] += run[key];
 }

@@ -4,6 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { buildClientPackage } from './build-client-package.mjs';
+import { bundleConsole } from './bundle-console.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (name) => fileURLToPath(new URL(`../node_modules/.bin/${name}`, import.meta.url));
@@ -18,7 +19,10 @@ const run = (name, args, stdio) => {
 };
 rmSync(new URL('../dist', import.meta.url), { recursive: true, force: true });
 run('tsc', ['-p', 'tsconfig.json'], 'inherit');
-// The admin page's files are plain HTML, CSS and browser JavaScript, shipped as they are.
+// The console (src/console, Preact) is type-checked on its own (DOM, not Node) and bundled
+// into one script beside the page's HTML and CSS: the daemon serves it with no CDN.
+run('tsc', ['-p', 'src/console/tsconfig.json'], 'inherit');
+await bundleConsole();
 cpSync(new URL('../src/http/admin', import.meta.url), new URL('../dist/http/admin', import.meta.url), { recursive: true });
 run('oclif', ['manifest'], ['ignore', 'ignore', 'inherit']);
 buildClientPackage();

@@ -2,10 +2,10 @@
 // `npm test`: mocha over every test file, or over a part of them chosen by the environment,
 // with any further arguments passed on to mocha (`npm test -- --grep seats`).
 //
-//   LICENSE_TEST_SHARD=K/N   the K-th of N shards of the whole suite, balanced by the seconds
-//                            each file took in a recent CI run (test/file-seconds.json), so that
-//                            N shards run side by side finish together. A file missing from the
-//                            table counts as the median.
+//   LICENSE_TEST_SHARD=K/N   the K-th of N shards of the whole suite, balanced by the CPU
+//                            seconds each file took in a recent CI run (test/file-seconds.json),
+//                            so that N shards run side by side spend alike and finish together.
+//                            A file missing from the table counts as the median.
 //   LICENSE_TEST_SET=node-line  only the files that test what changes from one Node line to the
 //                            next (see NODE_LINE below): .ci/run runs them on the Node lines
 //                            besides the one that runs everything.
@@ -31,6 +31,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  * - the CLI's start under oclif, its output and exit codes: test/cli, test/scripts, and the
  *   command tests of --version, exit status and usage errors;
  * - node:http's parser, timeouts and TLS in the daemon: the HTTP tests named below.
+ * The query plans, filters, bulk jobs and imports of the console (issue 36) test what the
+ * engines do with SQL, as storage/list-plans does: one line runs them.
  * The rest (the commands end to end, SIGKILL loops, cross-engine restores, fault injection
  * against PostgreSQL and the peers, the admin page in Chromium) tests what SQLite, PostgreSQL,
  * the file system and the peers do, which is the same on every Node line; it runs on one.
@@ -38,7 +40,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  * under test/lib, test/client and test/commands named earlier took 20.
  */
 const NODE_LINE = [
-  /^test\/lib\/(?!backup\/(targets\/|damage|postgres-dump|scheduler|retention|copy-out|docs)|notifications\/license-clock|storage\/list-plans)/,
+  /^test\/lib\/(?!backup\/(targets\/|damage|postgres-dump|scheduler|retention|copy-out|docs)|notifications\/license-clock|storage\/list-plans|search-plans|bulk\/|licensing\/license-filters|import\/)/,
   /^test\/client\/(?!hardware-id-netns\.test\.ts$)/,
   /^test\/cli\//,
   /^test\/scripts\//,

@@ -95,7 +95,7 @@ const CUSTOMER_SPAN = 365 * DAY;
 const MACHINE_SPAN = SPAN - 90 * DAY; // a machine's last_seen is at most 90 days after its first
 const TYPES = ['time_based', 'usage_based', 'hybrid'];
 const ENTITLEMENTS = ['export', 'seats', 'sso', 'api-calls', 'reports'];
-const COMPANIES = ['Acme Tools', 'Northwind Traders', 'Globex', 'Initech', 'Umbrella Labs', 'Stark Industries', 'Wayne Enterprises', 'Hooli'];
+export const COMPANIES = ['Acme Tools', 'Northwind Traders', 'Globex', 'Initech', 'Umbrella Labs', 'Stark Industries', 'Wayne Enterprises', 'Hooli'];
 const TABLES = ['customers', 'entitlements', 'licenses', 'license_entitlements', 'machines', 'usage_records', 'audit_log'];
 const SAMPLE_SIZE = 1000;
 

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ref, requests, schemas, type Schema } from './schemas.js';
+import { CONSOLE_VIEWS } from '../../src/http/routes/admin-page.js';
 
 /** Real answers by operationId and status, kept by capture-examples.ts. */
 type Examples = Record<string, Record<string, unknown>>;
@@ -34,20 +35,27 @@ interface Operation {
   /** Admin routes: the scope a token needs; `any` for any valid token. */
   readonly scope?: string;
   readonly query?: readonly string[];
+  /** Query parameters of this route alone, or that mean something else here than in QUERY. */
+  readonly querySchemas?: Readonly<Record<string, Schema & { description: string }>>;
+  readonly requiredQuery?: readonly string[];
   readonly body?: Schema;
   /** A POST that also takes no body (Content-Length: 0 reads as {}). */
   readonly bodyOptional?: boolean;
+  /** The body's media type, when not JSON. */
+  readonly bodyType?: string;
   readonly answers: Record<Status, Answer>;
   /** Error statuses of the route itself, beyond the shared ones. */
   readonly errors?: readonly Status[];
 }
 
-const PAGING = ['limit', 'cursor', 'offset'];
+const PAGING = ['limit', 'cursor', 'offset', 'format'];
 
 const QUERY: Record<string, Schema & { description: string }> = {
   limit: { type: 'integer', minimum: 1, maximum: 1000, default: 100, description: 'Rows in the page.' },
   cursor: { type: 'string', description: 'The page after the one that gave it (opaque; the `Link` header carries it).' },
   offset: { type: 'integer', minimum: 0, maximum: 10000, description: 'Rows to skip (clients written before cursors); not with `cursor`.' },
+  format: { type: 'string', enum: ['json', 'csv'], description: '`csv`: every row of the filtered list from this position on, as CSV (as does `Accept: text/csv`); `json` (the default) one page. See [CSV export and import](http-api.md#csv-export-and-import).' },
+  dry_run: { type: 'boolean', description: '`true`: check every row, report each error by line, write nothing.' },
   active: { type: 'boolean', description: '`true` or `false`.' },
   customer_id: { type: 'string', format: 'uuid', description: "The licenses of this customer." },
   type: { type: 'string', enum: ['time_based', 'usage_based', 'hybrid'], description: 'The licenses of this type.' },
@@ -64,10 +72,40 @@ const QUERY: Record<string, Schema & { description: string }> = {
   target: { type: 'string', description: 'A name under `backup.targets`: list what that off-site target holds.' },
   max_age: { type: 'string', description: 'Such as `26h` or `8d`: a place without a good backup newer than this is `stale`.' },
   place: { type: 'string', description: '`local` or a target\'s name.' },
+  include_revoked: { type: 'boolean', description: 'Revoked tokens too (`true`); by default only live ones, expired ones included.' },
+  // The list filters of issue 36 (src/http/list-filters.ts; http-api.md, "Filters and counts").
+  'status@licenses': { type: 'string', enum: ['active', 'expiring', 'expired', 'suspended', 'pending'], description: 'Licenses whose `status` is this now (with `within`, see there).' },
+  within: { type: 'string', pattern: '^\\d{1,5}[hdwy]$', description: 'With `status=expiring`: ending within this span from now (default `7d`); with `status=expired`: ended within it, such as `30d`.' },
+  seats: { type: 'string', enum: ['full'], description: '`full`: machines holding a seat at or over `max_machines`.' },
+  usage: { type: 'string', enum: ['high'], description: '`high`: some entitlement used at 80 % of its limit or more.' },
+  entitlement: { type: 'string', description: 'Licenses granted the entitlement of this code.' },
+  created_after: { type: 'string', description: 'A date or RFC 3339 time: created at or after it.' },
+  created_before: { type: 'string', description: 'A date or RFC 3339 time: created before it.' },
+  expires_after: { type: 'string', description: 'A date or RFC 3339 time: `valid_until` at or after it.' },
+  expires_before: { type: 'string', description: 'A date or RFC 3339 time: `valid_until` before it.' },
+  validated_after: { type: 'string', description: 'A date or RFC 3339 time: some machine of the license seen (validated online or checked out) at or after it.' },
+  validated_before: { type: 'string', description: 'A date or RFC 3339 time: no machine of the license seen since it (also: never).' },
+  'active@machines': { type: 'boolean', description: '`false`: machines an operator deactivated; `true`: the others.' },
+  hardware_id: { type: 'string', description: 'The machines with this hardware ID (exactly).' },
+  last_seen_after: { type: 'string', description: 'A date or RFC 3339 time: `last_seen` at or after it.' },
+  last_seen_before: { type: 'string', description: 'A date or RFC 3339 time: `last_seen` before it.' },
+  retrying: { type: 'boolean', description: '`true`: pending deliveries already tried and failed, waiting for their next attempt.' },
 };
 
+const LICENSE_FILTERS = ['customer_id', 'active', 'type', 'status@licenses', 'within', 'seats', 'usage', 'entitlement', 'created_after', 'created_before', 'expires_after', 'expires_before', 'validated_after', 'validated_before'];
+const MACHINE_FILTERS = ['license_id', 'holding_seat', 'active@machines', 'hardware_id', 'last_seen_after', 'last_seen_before'];
+const AUDIT_FILTERS = ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until'];
+const COUNT = 'How many rows the filters select: exact up to 10,000, past that `{"count": 10000, "exact": false}` (at least that many).';
+
 const json = (schema: Schema | null, description: string, headers: readonly string[] = []): Answer => ({ description, json: schema, headers });
-const list = (item: string, description: string): Answer => json({ type: 'array', items: ref(item) }, description, ['Link']);
+/** A list's rows as CSV (`?format=csv`, `Accept: text/csv`): every page, streamed. */
+const csv = (item: string): Record<string, Schema> => ({
+  'text/csv; charset=utf-8; header=present': {
+    type: 'string',
+    description: `RFC 4180 CSV of every row from the request's position to the end of the list, streamed: a header row naming the members of ${item}, then a row per ${item}; nested values as JSON, formula starts escaped with \`'\` ([CSV export and import](http-api.md#csv-export-and-import)).`,
+  },
+});
+const list = (item: string, description: string): Answer => ({ ...json({ type: 'array', items: ref(item) }, description, ['Link', 'Content-Disposition']), content: csv(item) });
 const LIST_ORDER = 'One page ([Paging](http-api.md#paging)); `Link` names the next when more rows follow.';
 const HTML_HEADERS = ['Content-Security-Policy', 'X-Frame-Options', 'Referrer-Policy'];
 
@@ -89,6 +127,14 @@ const operations: Operation[] = [
       answers: { 200: { description: `${summary}, shipped inside the package.`, content: { [type]: { type: 'string' } }, headers: HTML_HEADERS } },
     }),
   ),
+  ...CONSOLE_VIEWS.flatMap((view): Operation[] => {
+    const name = view.replace(/(^|-)(\w)/g, (_, __, c: string) => c.toUpperCase());
+    const answers = { 200: { description: 'The console page, which shows this view (the same HTML as `/admin/`).', content: { 'text/html; charset=utf-8': { type: 'string' } }, headers: HTML_HEADERS } };
+    return [
+      { method: 'get', path: `/admin/${view}`, id: `getConsole${name}`, tag: 'Admin page', summary: `The console's ${view} list`, access: 'public', answers },
+      { method: 'get', path: `/admin/${view}/{id}`, id: `getConsole${name}Record`, tag: 'Admin page', summary: `The console's page of one of the ${view}`, access: 'public', answers },
+    ];
+  }),
   // The document itself
   {
     method: 'get', path: '/api/openapi.json', id: 'getOpenApiDocument', tag: 'Meta', summary: 'This document', access: 'public',
@@ -96,6 +142,15 @@ const operations: Operation[] = [
   },
   // Who is asking
   { method: 'get', path: '/api/whoami', id: 'getWhoami', tag: 'Tokens', summary: 'The token and its scopes', access: 'admin', scope: 'any', answers: { 200: json(ref('Whoami'), 'Who the token is and what it may do.') } },
+  // Admin tokens
+  { method: 'get', path: '/api/tokens', id: 'listTokens', tag: 'Tokens', summary: 'List admin tokens', access: 'admin', scope: 'admin', query: ['include_revoked', ...PAGING], answers: { 200: list('AdminToken', `Oldest first; live ones only unless \`include_revoked\`. ${LIST_ORDER}`) } },
+  { method: 'post', path: '/api/tokens', id: 'createToken', tag: 'Tokens', summary: 'Create an admin token', access: 'admin', scope: 'admin', body: requests.newToken, answers: { 201: json(ref('IssuedAdminToken'), 'The token, and its secret: shown this once.') }, errors: [409] },
+  { method: 'get', path: '/api/tokens/{id}', id: 'getToken', tag: 'Tokens', summary: 'An admin token', access: 'admin', scope: 'admin', answers: { 200: json(ref('AdminToken'), 'The token, revoked or not.') }, errors: [404, 422] },
+  {
+    method: 'post', path: '/api/tokens/{id}/revoke', id: 'revokeToken', tag: 'Tokens', summary: 'Revoke an admin token', access: 'admin', scope: 'admin', body: requests.revokeToken, bodyOptional: true,
+    answers: { 200: json(ref('AdminToken'), 'The token, revoked (a revoked one as it was).') },
+    errors: [404, 422],
+  },
   // Signing keys
   { method: 'get', path: '/api/signing-key', id: 'getSigningKey', tag: 'Signing keys', summary: 'The active public key', access: 'admin', scope: 'read', answers: { 200: json(ref('ActiveSigningKey'), 'The active Ed25519 public key (SPKI PEM) and its key id.') } },
   { method: 'get', path: '/api/signing-keys', id: 'listSigningKeys', tag: 'Signing keys', summary: 'The key set', access: 'admin', scope: 'read', answers: { 200: json(ref('SigningKeySet'), 'Every key that verifies: `active` first, then `next` and `verify-only`, newest first.') } },
@@ -154,6 +209,11 @@ const operations: Operation[] = [
   // Customers
   { method: 'get', path: '/api/customers', id: 'listCustomers', tag: 'Customers', summary: 'List customers', access: 'admin', scope: 'read', query: ['active', ...PAGING], answers: { 200: list('Customer', `Oldest first. ${LIST_ORDER}`) } },
   { method: 'post', path: '/api/customers', id: 'createCustomer', tag: 'Customers', summary: 'Create a customer', access: 'admin', scope: 'licenses', body: requests.newCustomer, answers: { 201: json(ref('Customer'), 'The customer.') } },
+  {
+    method: 'post', path: '/api/customers/import', id: 'importCustomers', tag: 'Customers', summary: 'Create customers from CSV, all or none', access: 'admin', scope: 'licenses', query: ['dry_run'],
+    body: { type: 'string', description: 'CSV with the columns of a customer export: `name` and `email` read, `id`, `active`, `created_at`, `updated_at` ignored. At most 2,000 rows and 4 MiB.' }, bodyType: 'text/csv',
+    answers: { 200: json(ref('ImportReport'), 'A dry run: every row checked, nothing written.'), 201: json(ref('ImportReport'), 'Every row created, each audited and raising its event as one create.') },
+  },
   { method: 'get', path: '/api/customers/{id}', id: 'getCustomer', tag: 'Customers', summary: 'A customer with its licenses summed', access: 'admin', scope: 'read', answers: { 200: json(ref('CustomerSummary'), 'The customer and its licenses summed.') }, errors: [404] },
   { method: 'patch', path: '/api/customers/{id}', id: 'updateCustomer', tag: 'Customers', summary: 'Change a customer', access: 'admin', scope: 'licenses', body: requests.customerUpdate, answers: { 200: json(ref('Customer'), 'The customer.') }, errors: [404] },
   ...(['activate', 'deactivate'] as const).map((verb): Operation => ({
@@ -164,8 +224,14 @@ const operations: Operation[] = [
   { method: 'get', path: '/api/entitlements', id: 'listEntitlements', tag: 'Entitlements', summary: 'List entitlements', access: 'admin', scope: 'read', query: PAGING, answers: { 200: list('Entitlement', `By code. ${LIST_ORDER}`) } },
   { method: 'post', path: '/api/entitlements', id: 'createEntitlement', tag: 'Entitlements', summary: 'Create an entitlement', access: 'admin', scope: 'licenses', body: requests.newEntitlement, answers: { 201: json(ref('Entitlement'), 'The entitlement.') }, errors: [409] },
   // Licenses
-  { method: 'get', path: '/api/licenses', id: 'listLicenses', tag: 'Licenses', summary: 'List licenses', access: 'admin', scope: 'read', query: ['customer_id', 'active', 'type', ...PAGING], answers: { 200: list('License', `Oldest first. ${LIST_ORDER}`) } },
+  { method: 'get', path: '/api/licenses', id: 'listLicenses', tag: 'Licenses', summary: 'List licenses', access: 'admin', scope: 'read', query: [...LICENSE_FILTERS, ...PAGING], answers: { 200: list('License', `Oldest first. ${LIST_ORDER}`) } },
+  { method: 'get', path: '/api/licenses/count', id: 'countLicenses', tag: 'Licenses', summary: 'Count licenses', access: 'admin', scope: 'read', query: LICENSE_FILTERS, answers: { 200: json(ref('ListCount'), COUNT) } },
   { method: 'post', path: '/api/licenses', id: 'createLicense', tag: 'Licenses', summary: 'Create a license', access: 'admin', scope: 'licenses', body: requests.newLicense, answers: { 201: json(ref('License'), 'The license.') }, errors: [404] },
+  {
+    method: 'post', path: '/api/licenses/import', id: 'importLicenses', tag: 'Licenses', summary: 'Create licenses from CSV, all or none', access: 'admin', scope: 'licenses', query: ['dry_run'],
+    body: { type: 'string', description: 'CSV with the columns of a license export; the customer by `customer_id`, `customer_email` or `customer_name`. At most 2,000 rows and 4 MiB.' }, bodyType: 'text/csv',
+    answers: { 200: json(ref('ImportReport'), 'A dry run: every row checked, nothing written.'), 201: json(ref('ImportReport'), 'Every row created, each with a new key, audited and raising its event as one create.') },
+  },
   { method: 'get', path: '/api/licenses/{id}', id: 'getLicense', tag: 'Licenses', summary: 'A license and its recent checkouts', access: 'admin', scope: 'read', answers: { 200: json(ref('LicenseView'), 'The license and its newest five checkouts.') }, errors: [404] },
   { method: 'patch', path: '/api/licenses/{id}', id: 'updateLicense', tag: 'Licenses', summary: 'Change a license in place', access: 'admin', scope: 'licenses', body: requests.licenseUpdate, answers: { 200: json(ref('LicenseChange'), 'The license, what changed, and warnings.') }, errors: [404] },
   ...(['activate', 'deactivate'] as const).map((verb): Operation => ({
@@ -175,19 +241,53 @@ const operations: Operation[] = [
   { method: 'post', path: '/api/licenses/{id}/renew', id: 'renewLicense', tag: 'Licenses', summary: 'Renew a license', access: 'admin', scope: 'licenses', body: requests.renew, answers: { 200: json(ref('LicenseChange'), 'As for PATCH.') }, errors: [404, 422] },
   { method: 'get', path: '/api/licenses/{id}/usage', id: 'listLicenseUsage', tag: 'Licenses', summary: "A license's usage reports", access: 'admin', scope: 'read', query: ['since', ...PAGING], answers: { 200: list('UsageRecord', `Newest first. ${LIST_ORDER}`) }, errors: [404] },
   // Machines
-  { method: 'get', path: '/api/machines', id: 'listMachines', tag: 'Machines', summary: 'List machines', access: 'admin', scope: 'read', query: ['license_id', 'holding_seat', ...PAGING], answers: { 200: list('Machine', `Oldest first. ${LIST_ORDER}`) } },
+  { method: 'get', path: '/api/machines', id: 'listMachines', tag: 'Machines', summary: 'List machines', access: 'admin', scope: 'read', query: [...MACHINE_FILTERS, ...PAGING], answers: { 200: list('Machine', `Oldest first. ${LIST_ORDER}`) } },
+  { method: 'get', path: '/api/machines/count', id: 'countMachines', tag: 'Machines', summary: 'Count machines', access: 'admin', scope: 'read', query: MACHINE_FILTERS, answers: { 200: json(ref('ListCount'), COUNT) } },
   { method: 'get', path: '/api/machines/{id}', id: 'getMachine', tag: 'Machines', summary: 'A machine', access: 'admin', scope: 'read', answers: { 200: json(ref('Machine'), 'The machine.') }, errors: [404] },
   ...(['deactivate', 'activate'] as const).map((verb): Operation => ({
     method: 'post', path: `/api/machines/{id}/${verb}`, id: `${verb}Machine`, tag: 'Machines', summary: `${verb === 'activate' ? 'Activate' : 'Deactivate'} a machine`, access: 'admin', scope: 'licenses',
     body: requests.empty, bodyOptional: true, answers: { 200: json(ref('MachineChange'), 'The machine and warnings.') }, errors: [404, 422],
   })),
   { method: 'post', path: '/api/machines/{id}/release', id: 'releaseMachineFiles', tag: 'Machines', summary: "Declare a machine's offline files lost", access: 'admin', scope: 'licenses', body: requests.release, answers: { 200: json(ref('MachineChange'), 'The machine and what still holds its seat.') }, errors: [404] },
+  // Bulk actions
+  {
+    method: 'post', path: '/api/bulk', id: 'startBulkJob', tag: 'Bulk', summary: 'Act on every row of a filter, or preview it', access: 'admin', scope: 'licenses', body: requests.bulk,
+    answers: {
+      200: json(ref('BulkPreview'), 'With `dry_run`: the count of rows the job would act on, and the first few. Nothing is made.'),
+      202: json(ref('BulkJob'), 'The job, queued for a daemon to run in batches; `Location` is where its progress is.', ['Location']),
+    },
+    errors: [409],
+  },
+  { method: 'get', path: '/api/bulk', id: 'listBulkJobs', tag: 'Bulk', summary: 'List bulk jobs', access: 'admin', scope: 'read', query: [...PAGING], answers: { 200: json({ type: 'array', items: ref('BulkJob') }, `Newest first. ${LIST_ORDER}`, ['Link']) } },
+  { method: 'get', path: '/api/bulk/{id}', id: 'getBulkJob', tag: 'Bulk', summary: "A bulk job and its progress", access: 'admin', scope: 'read', answers: { 200: json(ref('BulkJob'), 'The job.') }, errors: [404] },
+  {
+    method: 'post', path: '/api/bulk/{id}/cancel', id: 'cancelBulkJob', tag: 'Bulk', summary: 'Cancel a bulk job', access: 'admin', scope: 'licenses', body: requests.empty, bodyOptional: true,
+    answers: { 200: json(ref('BulkJob'), 'The job, cancelled: what its batches did stays done and counted.') },
+    errors: [404, 409],
+  },
   // Audit
-  { method: 'get', path: '/api/audit', id: 'listAudit', tag: 'Audit', summary: 'Read the audit log', access: 'admin', scope: 'read', query: ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until', ...PAGING], answers: { 200: list('AuditEntry', `Newest first. ${LIST_ORDER}`) } },
+  { method: 'get', path: '/api/audit', id: 'listAudit', tag: 'Audit', summary: 'Read the audit log', access: 'admin', scope: 'read', query: [...AUDIT_FILTERS, ...PAGING], answers: { 200: list('AuditEntry', `Newest first. ${LIST_ORDER}`) } },
+  { method: 'get', path: '/api/audit/count', id: 'countAudit', tag: 'Audit', summary: 'Count audit entries', access: 'admin', scope: 'read', query: AUDIT_FILTERS, answers: { 200: json(ref('ListCount'), COUNT) } },
+  // Attention
+  {
+    method: 'get', path: '/api/attention', id: 'getAttention', tag: 'Attention', summary: 'What needs an operator now', access: 'admin', scope: 'read',
+    answers: { 200: json(ref('Attention'), 'Counts of the records to look at, each with the API query that lists them; backups and the signing key.') },
+  },
+  // Search
+  {
+    method: 'get', path: '/api/search', id: 'search', tag: 'Search', summary: 'Find records of every kind from one query', access: 'admin', scope: 'read',
+    query: ['q', 'limit'],
+    requiredQuery: ['q'],
+    querySchemas: {
+      q: { type: 'string', minLength: 1, maxLength: 200, description: 'What was typed: a license key or a prefix of one, part of a customer\'s name or email, a hardware ID or a prefix of one, the start of a machine name or an entitlement code, a record\'s id (UUID) or an audit entry\'s number. Trimmed; at most 200 characters.' },
+      limit: { type: 'integer', minimum: 1, maximum: 50, default: 10, description: 'Items per group.' },
+    },
+    answers: { 200: json(ref('SearchResults'), 'Matches grouped by kind, each group with at most `limit` items and whether there are `more`. A `read` token gets `key_prefix` without `key`, and no `admin_tokens` group unless it has `admin`.') },
+  },
   // Backups
   {
     method: 'get', path: '/api/backups', id: 'listBackups', tag: 'Backups', summary: 'List backups', access: 'admin', scope: 'backups', query: [...PAGING, 'target'],
-    answers: { 200: json(ref('BackupList'), `Newest first, with the schedule and what interrupted runs left; with \`target\`, what that target holds. ${LIST_ORDER}`, ['Link']) },
+    answers: { 200: { ...json(ref('BackupList'), `Newest first, with the schedule and what interrupted runs left; with \`target\`, what that target holds. ${LIST_ORDER} As CSV, the backups alone.`, ['Link', 'Content-Disposition']), content: csv('Backup') } },
     errors: [404, 502],
   },
   { method: 'post', path: '/api/backups', id: 'createBackup', tag: 'Backups', summary: 'Make a backup', access: 'admin', scope: 'backups', body: requests.empty, bodyOptional: true, answers: { 201: json(ref('NewBackup'), 'The backup.') }, errors: [409, 422] },
@@ -205,7 +305,7 @@ const operations: Operation[] = [
   },
   { method: 'post', path: '/api/backups/{backup_id}/copy', id: 'copyBackup', tag: 'Backups', summary: 'Copy a backup to off-site targets now', access: 'admin', scope: 'backups', body: requests.copy, bodyOptional: true, answers: { 200: json(ref('BackupCopies'), 'Each copy and its outcome.') }, errors: [404, 409, 502] },
   // Notifications
-  { method: 'get', path: '/api/notifications/deliveries', id: 'listDeliveries', tag: 'Notifications', summary: 'List deliveries', access: 'admin', scope: 'read', query: ['status', 'event', ...PAGING], answers: { 200: list('Delivery', `Newest first. ${LIST_ORDER}`) } },
+  { method: 'get', path: '/api/notifications/deliveries', id: 'listDeliveries', tag: 'Notifications', summary: 'List deliveries', access: 'admin', scope: 'read', query: ['status', 'event', 'retrying', ...PAGING], answers: { 200: list('Delivery', `Newest first. ${LIST_ORDER}`) } },
   { method: 'get', path: '/api/notifications/deliveries/{id}', id: 'getDelivery', tag: 'Notifications', summary: 'A delivery', access: 'admin', scope: 'read', answers: { 200: json(ref('Delivery'), 'The delivery.') }, errors: [404] },
   { method: 'post', path: '/api/notifications/deliveries/{id}/redeliver', id: 'redeliver', tag: 'Notifications', summary: 'Send a delivery again', access: 'admin', scope: 'admin', body: requests.empty, bodyOptional: true, answers: { 200: json(ref('Delivery'), 'The delivery, pending.') }, errors: [404, 422] },
   // Client routes
@@ -222,7 +322,7 @@ const TAGS: Record<string, string> = {
   Health: 'Liveness and readiness probes.',
   'Admin page': 'The admin web page, shipped inside the package.',
   Meta: 'This document.',
-  Tokens: 'Who the admin token is.',
+  Tokens: 'Who the admin token is; admin tokens: create, list, revoke.',
   'Signing keys': 'The Ed25519 keys that sign offline files and grace tokens (admin).',
   'Public keys': 'The verifying keys for applications, without a token.',
   Metrics: 'Prometheus metrics.',
@@ -230,7 +330,10 @@ const TAGS: Record<string, string> = {
   Entitlements: 'Entitlements (licensed features).',
   Licenses: 'Licenses, checkouts, renewals and usage.',
   Machines: 'The machines that use licenses, and their seats.',
+  Bulk: 'One action over every row of a list filter: a preview, then a job run in batches.',
   Audit: 'The audit log.',
+  Attention: 'What needs an operator now: counts that link to their lists.',
+  Search: 'One search box over every kind of record.',
   Backups: 'Backups: create, list, download, validate, restore, copy.',
   Notifications: 'Webhook and email deliveries of the outbox.',
   Client: 'What the client library calls: a license key in the body, no token, rate-limited per address.',
@@ -242,9 +345,9 @@ const ERRORS: Record<Status, string> = {
   403: "The token's scopes do not cover the route: `TOKEN_SCOPE` (and `BACKUP_UNENCRYPTED` for an unencrypted backup's download).",
   404: 'The record is not there (`*_NOT_FOUND`, `TARGET_NOT_CONFIGURED`).',
   408: 'The request did not arrive in time: `REQUEST_TIMEOUT` (the connection is closed).',
-  409: 'A conflict with the stored state (`*_EXISTS`, `IDEMPOTENCY_KEY_REUSED`, `BACKUP_IN_PROGRESS`, `SIGNING_KEY_CONFLICT`, `DATABASE_IN_USE`, ...).',
-  413: 'The body is over 1 MiB: `BODY_TOO_LARGE`.',
-  415: 'The body is not `application/json`: `UNSUPPORTED_MEDIA_TYPE`.',
+  409: 'A conflict with the stored state (`*_EXISTS`, `IDEMPOTENCY_KEY_REUSED`, `BACKUP_IN_PROGRESS`, `BULK_JOB_RUNNING`, `SIGNING_KEY_CONFLICT`, `DATABASE_IN_USE`, ...).',
+  413: 'The body is over 1 MiB: `BODY_TOO_LARGE` (a CSV import over 2,000 rows or 4 MiB: `IMPORT_TOO_LARGE`).',
+  415: 'The body is not `application/json` (`text/csv` for an import): `UNSUPPORTED_MEDIA_TYPE`.',
   422: 'Refused by the rules of the record (`LICENSE_INACTIVE`, `MACHINE_LIMIT_EXCEEDED`, `BACKUP_CORRUPT`, ...).',
   429: 'Too many requests from this address: `RATE_LIMITED` (with `Retry-After`).',
   431: 'The request headers are too large: `INVALID_INPUT` (Node refuses it; the connection is closed).',
@@ -297,7 +400,12 @@ function build(operation: Operation, examples: Record<string, unknown>): Schema 
       : { ...errorResponse(status), content: { 'application/json': { schema: ref('Error'), examples: captured(example) } } };
   }
   const pathParameters = [...operation.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({ $ref: `#/components/parameters/${name}` }));
-  const query = (operation.query ?? []).map((name) => ({ name, in: 'query', required: false, description: QUERY[name]!.description, schema: withoutDescription(QUERY[name]!) }));
+  // `status@licenses`: the parameter `status` as that route means it (QUERY has one entry per meaning).
+  const query = (operation.query ?? []).map((key) => {
+    const name = key.split('@')[0]!;
+    const spec = operation.querySchemas?.[key] ?? QUERY[key]!;
+    return { name, in: 'query', required: operation.requiredQuery?.includes(key) ?? false, description: spec.description, schema: withoutDescription(spec) };
+  });
   const scope = operation.scope;
   return {
     operationId: operation.id,
@@ -306,7 +414,7 @@ function build(operation: Operation, examples: Record<string, unknown>): Schema 
     ...(operation.access === 'admin' ? { security: [{ bearerToken: scope === 'any' ? [] : [scope] }], 'x-required-scope': scope } : { security: [] }),
     ...(pathParameters.length + query.length > 0 ? { parameters: [...pathParameters, ...query] } : {}),
     ...(operation.body
-      ? { requestBody: { required: !operation.bodyOptional, content: { 'application/json': { schema: operation.body } }, ...(operation.bodyOptional ? { description: 'May be left out (`Content-Length: 0` reads as `{}`).' } : {}) } }
+      ? { requestBody: { required: !operation.bodyOptional, content: { [operation.bodyType ?? 'application/json']: { schema: operation.body } }, ...(operation.bodyOptional ? { description: 'May be left out (`Content-Length: 0` reads as `{}`).' } : {}) } }
       : {}),
     responses,
   };

@@ -72,6 +72,11 @@ const license = {
   customer_active: boolean,
   type: { type: 'string', enum: ['time_based', 'usage_based', 'hybrid'] },
   active: boolean,
+  status: {
+    type: 'string',
+    enum: ['active', 'expiring', 'expired', 'suspended', 'pending'],
+    description: 'At the time of the request, the first that holds: `suspended` (the license or its customer is deactivated), `expired` (valid_until has passed), `pending` (valid_from is still to come), `expiring` (ends within 7 days), `active`.',
+  },
   valid_from: time,
   valid_until: time,
   has_decryption_key: boolean,
@@ -102,9 +107,45 @@ const backup = {
   signing_keys: array(object({ key_id: string, state: keyState, created_at: time })),
 };
 
+const adminToken = {
+  id: uuid,
+  name: string,
+  scopes: { ...array({ type: 'string', enum: [...SCOPES] }), minItems: 1 },
+  expires_at: nullable(time),
+  prefix: { type: 'string', pattern: '^lsat_', description: "The secret's first characters, to recognise it by; never enough to use it." },
+  created_by: { type: 'string', description: 'The actor that made it: `token:<name>`, `config:admin_token`, `cli:<user>`, or `serve` for the bootstrap token.' },
+  created_at: time,
+  last_used_at: { ...nullable(time), description: 'Kept to the minute.' },
+  revoked_at: nullable(time),
+  warnings: { ...array(string), description: 'About its name, in a store made before names were checked: names that differ only by case, invisible characters. Usually empty.' },
+};
+
 const grant = object({ code: string, usage_limit: nullable(integer) }, ['usage_limit']);
 
+const searchGroup = (item: Schema): Schema => object({ items: array(item), more: boolean });
+const matched = (...ways: string[]): Schema => ({ type: 'string', enum: ways, description: 'What the query matched.' });
+const bulkTarget: Schema = { type: 'string', enum: ['licenses', 'machines'] };
+const bulkAction: Schema = { type: 'string', enum: ['extend', 'suspend', 'reinstate', 'deactivate', 'reactivate'], description: 'On licenses: `extend`, `suspend`, `reinstate`; on machines: `deactivate`, `reactivate`.' };
+const bulkFilter: Schema = {
+  type: 'object',
+  additionalProperties: string,
+  description: "The list's query parameters, as strings (`{\"active\": \"true\"}`): `GET /api/licenses`'s for licenses, `GET /api/machines`'s for machines; no paging. Empty: every row.",
+};
+
 export const schemas: Record<string, Schema> = {
+  SearchResults: object({
+    query: string,
+    licenses: searchGroup(object({
+      id: uuid, key: string, key_prefix: string, customer_id: uuid, customer_name: string, type: string, valid_until: time, active: boolean,
+      matched: matched('id', 'key', 'key_prefix'),
+    }, ['key'])),
+    customers: searchGroup(object({ id: uuid, name: string, email: nullable(string), active: boolean, matched: matched('id', 'name', 'email') })),
+    machines: searchGroup(object({ id: uuid, hardware_id: string, name: nullable(string), license_id: uuid, active: boolean, matched: matched('id', 'hardware_id', 'name') })),
+    entitlements: searchGroup(object({ id: uuid, code: string, name: string, matched: matched('id', 'code') })),
+    admin_tokens: searchGroup(object({ id: uuid, name: string, scopes: array(string), expires_at: nullable(time), revoked: boolean, matched: matched('id') })),
+    audit_entries: searchGroup(object({ id: integer, occurred_at: time, actor: string, action: string, entity_type: string, entity_id: nullable(string), matched: matched('id', 'entity_id') })),
+    notification_deliveries: searchGroup(object({ id: uuid, event: string, channel: string, status: string, created_at: time, matched: matched('id') })),
+  }, ['admin_tokens']),
   Error: object(
     {
       error: object({
@@ -117,7 +158,13 @@ export const schemas: Record<string, Schema> = {
     'The one error body of the API.',
   ),
   Status: object({ status: { type: 'string', enum: ['ok', 'ready'] } }),
-  Whoami: object({ actor: string, scopes: array({ type: 'string', enum: [...SCOPES] }) }),
+  Whoami: object({ actor: string, scopes: array({ type: 'string', enum: [...SCOPES] }), routes: { ...array({ type: 'string', pattern: '^(GET|POST|PATCH|PUT|DELETE) /' }), description: 'Every admin route this token may call, as `METHOD /path/{param}`, from the route table.' } }),
+  AdminToken: object(adminToken, [], 'An admin token, never its secret.'),
+  IssuedAdminToken: object(
+    { ...adminToken, token: { type: 'string', pattern: '^lsat_[A-Za-z0-9_-]{43}$', description: 'The secret, in this answer only: it is stored as its SHA-256.' } },
+    [],
+    'A new admin token with its secret.',
+  ),
   ActiveSigningKey: object({ public_key_pem: string, key_id: signingKey.key_id }),
   SigningKey: object(signingKey),
   SigningKeySet: object({ active_key_id: nullable(signingKey.key_id), keys: array(ref('SigningKey')) }),
@@ -156,6 +203,21 @@ export const schemas: Record<string, Schema> = {
     entitlements: array(object({ code: string, used: integer, usage_limit: nullable(integer) })),
   }),
   Entitlement: object({ id: uuid, code: string, name: string, created_at: time }),
+  ListCount: object({ count: { type: 'integer', minimum: 0 }, exact: { type: 'boolean', description: 'false: there are at least `count` (the bound), maybe more.' } }),
+  Attention: object({
+    at: time,
+    counts: object(Object.fromEntries([
+      'licenses_expiring_7d', 'licenses_expiring_30d', 'licenses_expired_7d', 'licenses_at_machine_limit', 'licenses_usage_high',
+      'deliveries_failed', 'deliveries_retrying', 'backup_targets_failing',
+    ].map((name) => [name, object({
+      count: { type: 'integer', minimum: 0 },
+      exact: boolean,
+      query: { type: 'string', pattern: '^/api/' },
+      as_of: { ...time, description: "When it was counted: the request's time, or for a count that reads every license with a machine limit (`licenses_at_machine_limit`), the start of the daemon's background read of the store's figures, the read /metrics shows, while that read is fresh." },
+    })]))),
+    backups: object({ stale: boolean, newest_success_at: nullable(time), max_age_seconds: { type: 'number' }, query: string }),
+    signing_key: { oneOf: [object({ key_id: string, created_at: time, age_seconds: { type: 'integer', minimum: 0 }, query: string }), { type: 'null' }] },
+  }),
   License: object(license, ['key', 'machines_in_use']),
   LicenseView: object(
     { ...license, recent_checkouts: array(object({ checked_out_at: time, actor: string, hardware_id: nullable(string), valid_until: time, voided: boolean })) },
@@ -192,6 +254,39 @@ export const schemas: Record<string, Schema> = {
     machine_key: { ...nullable(machineKey), description: 'The X25519 public key of the activation request this machine was last checked out from (unpadded base64url); online answers of a `machine-key` license seal the decryption key to it.' },
   }),
   MachineChange: object({ machine: ref('Machine'), warnings: array(string) }),
+  BulkJob: object(
+    {
+      id: uuid,
+      target: bulkTarget,
+      action: bulkAction,
+      by: { ...nullable(string), description: 'The span of `extend`; null for the other actions.' },
+      filter: bulkFilter,
+      state: { type: 'string', enum: ['queued', 'running', 'done', 'failed', 'cancelled'] },
+      total: { ...integer, description: 'The rows the filter selected when the job was made.' },
+      done: { ...integer, description: 'Rows handled so far: `changed` + `unchanged` + `failed`.' },
+      changed: integer,
+      unchanged: { ...integer, description: 'Already as the action leaves them (a suspended license to suspend): nothing written.' },
+      failed: integer,
+      errors: { ...array(ref('BulkRowError')), maxItems: 1000, description: 'The first 1000 rows refused, in the order reached; `failed` counts them all.' },
+      error: { ...nullable(string), description: 'Why the job itself failed.' },
+      resumed: { ...integer, description: 'Times a daemon took the job up again after the one running it stopped or died.' },
+      created_by: string,
+      created_at: time,
+      started_at: nullable(time),
+      finished_at: nullable(time),
+    },
+    [],
+    'A bulk job: one action over the rows of a list filter, run by a daemon in batches.',
+  ),
+  BulkRowError: object({ id: uuid, code: { type: 'string', pattern: '^[A-Z][A-Z0-9_]*$' }, message: string }),
+  BulkPreview: object({
+    target: bulkTarget,
+    action: bulkAction,
+    by: nullable(string),
+    filter: bulkFilter,
+    count: { ...integer, description: "The rows the job would act on if made now: the list's count for this filter." },
+    first: { ...array({ oneOf: [ref('License'), ref('Machine')] }), maxItems: 5, description: 'The first of them, as the list gives them.' },
+  }),
   AuditEntry: object({
     id: integer,
     occurred_at: time,
@@ -279,6 +374,24 @@ export const schemas: Record<string, Schema> = {
       }),
     ),
     stale: boolean,
+    replication: { oneOf: [{ type: 'null' }, ref('ReplicationStatus')], description: 'serve\'s continuous replication by Litestream (docs/replication.md); null when backup.replication names no target.' },
+  }),
+  ReplicationStatus: object({
+    state: { type: 'string', enum: ['replicating', 'restarting', 'paused', 'stopped'], description: '`restarting`: Litestream died and serve starts it again after a backoff; `paused`: a restore is swapping the database.' },
+    litestream_version: string,
+    pid: nullable(integer),
+    started_at: nullable(time),
+    restarts: { type: 'integer', minimum: 0, description: 'Times serve started Litestream again after it died.' },
+    local_position: nullable({ type: 'string', description: 'How far Litestream has copied the WAL into its shadow WAL: `generation/index:offset` (16 hex digits, 8 hex digits, bytes).' }),
+    local_synced_at: nullable({ ...time, description: 'When Litestream last copied the WAL into its shadow WAL (about every second); null after a start until it has.' }),
+    replicas: array(object({
+      target: string,
+      position: nullable({ type: 'string', description: 'How far the replica holds the WAL, as local_position.' }),
+      lag_seconds: nullable({ type: 'number', minimum: 0, description: 'How long the replica has been behind the database; 0 when it holds everything Litestream copied; null until known.' }),
+      caught_up_at: nullable(time),
+      errors: integer,
+      last_error: { oneOf: [{ type: 'null' }, object({ at: time, message: string })] },
+    })),
   }),
   BackupCopies: object({
     id: string,
@@ -384,6 +497,24 @@ export const schemas: Record<string, Schema> = {
   }),
   ReleaseAnswer: object({ released: boolean, seat_free_at: nullable(time), message: string, server_time: time }),
   EntitlementGrant: grant,
+  ImportReport: object(
+    {
+      kind: { type: 'string', enum: ['customers', 'licenses'] },
+      dry_run: boolean,
+      rows: { type: 'integer', minimum: 0, description: 'Data rows read (blank rows not counted).' },
+      valid: { type: 'boolean', description: 'Every row is valid.' },
+      imported: { type: 'integer', minimum: 0, description: 'Rows created: 0 for a dry run.' },
+      errors: array(object({
+        line: { type: 'integer', minimum: 1, description: 'The physical line the row starts on (a quoted field may span lines).' },
+        column: { ...nullable(string), description: 'The column at fault; null for the row as a whole.' },
+        code: { type: 'string', pattern: '^[A-Z][A-Z0-9_]*$', description: 'A code of the error table, as the create would have answered.' },
+        message: string,
+      })),
+      created: array(object({ line: { type: 'integer', minimum: 1 }, id: uuid })),
+    },
+    [],
+    'What a CSV import did, or with a dry run what it would do (docs/http-api.md, "CSV export and import").',
+  ),
 };
 
 /** Request bodies. Unknown members are refused (INVALID_INPUT), so these are closed too. */
@@ -433,6 +564,22 @@ export const requests = {
   ),
   renew: { oneOf: [object({ by: { type: 'string', pattern: '^[0-9]+[hdwy]$' } }), object({ until: string })] },
   release: object({ lost_file: { const: true }, reason: { type: 'string', minLength: 1, maxLength: 500 } }, ['reason']),
+  newToken: object({
+    name: { type: 'string', minLength: 1, maxLength: 100, description: 'Unique, never reused, compared without case (NFKC); recorded as the actor `token:<name>`.' },
+    scopes: { ...array({ type: 'string', enum: [...SCOPES] }), minItems: 1 },
+    expires_in: { type: 'string', pattern: '^[0-9]+[hdwy]$', description: 'Expire after this long, as `token create --expires-in`: `90d`, `12w`, `1y`, `36h` (at most 100 years). Left out: never.' },
+  }, ['expires_in']),
+  bulk: object(
+    {
+      target: bulkTarget,
+      action: bulkAction,
+      by: { type: 'string', pattern: '^[0-9]+[hdwy]$', description: 'With `extend` only, and required there: the span added to each license, as `POST /api/licenses/{id}/renew` takes it.' },
+      filter: bulkFilter,
+      dry_run: { type: 'boolean', description: 'Only count the rows and show the first few; nothing is made or changed.' },
+    },
+    ['by', 'filter', 'dry_run'],
+  ),
+  revokeToken: object({ allow_self: { type: 'boolean', description: 'Revoke the token this request is made with too (otherwise `422 TOKEN_SELF_REVOKE`).' } }, ['allow_self']),
   rotate: object({ prepare: boolean }, ['prepare']),
   retire: object({ force: boolean }, ['force']),
   validateBackup: object({ target: string }, ['target']),

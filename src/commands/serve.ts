@@ -71,16 +71,35 @@ On first start it creates the signing key and, when no admin token exists, a boo
     const kek = settings.signing.keyEncryptionKey;
     let announcement: Awaited<ReturnType<typeof announceDaemonKek>> | undefined;
     let db: Awaited<ReturnType<typeof openDatabase>>;
+    const replicating = settings.backup.replication !== undefined;
     try {
       announcement = await announceDaemonKek(settings.database.url, kek ? (await import('../lib/signing-keys/protection.js')).kekIdOf(kek) : null);
-      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, serving: true, keyEncryptionKey: kek, timeouts: settings.database, observer: metrics.storage });
+      db = await openDatabase(settings.database.url, { applicationName: DAEMON_APPLICATION_NAME, serving: true, checkpointsByLitestream: replicating, keyEncryptionKey: kek, timeouts: settings.database, observer: metrics.storage });
     } catch (error) {
       await announcement?.release();
       await daemonLock.release();
       throw error;
     }
     const context = { actor: 'serve' };
+    let replicator: import('../lib/replication/replicator.js').Replicator | undefined;
     try {
+      // Before anything listens: a replication that cannot run is a configuration to fix.
+      if (settings.backup.replication) {
+        replicator = await (await import('../lib/replication/replicator.js')).Replicator.prepare({
+          databasePath: settings.database.url,
+          settings: settings.backup.replication,
+          backupKey: settings.backup.encryptionKey,
+          environment: process.env,
+          parentPid: process.pid,
+          log,
+          onStalled: (target, lagSeconds, lastError) => {
+            log({ level: 'warn', msg: 'replication stalled', target, lag_s: lagSeconds, ...(lastError ? { error: lastError } : {}) });
+            void import('../lib/notifications/outbox.js')
+              .then(({ raiseEvent }) => raiseEvent(state?.db ?? db, 'backup.replication_stalled', { target, lag_seconds: lagSeconds, last_error: lastError ?? null }))
+              .catch((error: unknown) => log({ level: 'warn', msg: 'cannot raise backup.replication_stalled', error: String(error).slice(0, 200) }));
+          },
+        });
+      }
       const key = await ensureSigningKey(db, context);
       // Sealed keys without the right key-encryption key: refuse to start (SIGNING_KEK_REQUIRED
       // or SIGNING_KEK_WRONG) rather than serve a daemon that fails every checkout.
@@ -93,6 +112,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
         (current) => openDatabase(current.settings.database.url, {
           applicationName: DAEMON_APPLICATION_NAME,
           serving: true,
+          checkpointsByLitestream: replicating,
           keyEncryptionKey: current.settings.signing.keyEncryptionKey,
           timeouts: current.settings.database,
           observer: metrics.storage,
@@ -120,7 +140,12 @@ On first start it creates the signing key and, when no admin token exists, a boo
         ? new (await import('../lib/backup/targets/copier.js')).Copier({ database: () => current.db, config: () => current.config, log })
         : undefined;
       state.copier = copier;
+      state.replicator = replicator;
       const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
+      // Bulk jobs (POST /api/bulk): on every daemon; each job is claimed by one of them, and
+      // one stopped mid-job is resumed by the next to look.
+      const [{ BulkRunner }, { bulkSelection }] = await Promise.all([import('../lib/bulk/runner.js'), import('../http/bulk-selection.js')]);
+      const bulk = new BulkRunner({ database: () => current.db, select: bulkSelection, log });
       // license.expiring_soon and license.expired: on every daemon; each round runs on one of them.
       const { LicenseClockScheduler, SYSTEM_CLOCK } = await import('../lib/notifications/license-clock-scheduler.js');
       const licenseClock = new LicenseClockScheduler({ database: () => current.db, clock: SYSTEM_CLOCK, windows: () => current.config.settings.notifications.expiringSoonDays, log });
@@ -147,10 +172,12 @@ On first start it creates the signing key and, when no admin token exists, a boo
           process.once(signal, () => process.exit(1));
           scheduler?.stop();
           licenseClock.stop();
+          // Its batch under way commits, and the job goes back to the queue, before the database closes.
+          const bulkStopped = bulk.stop(5000);
           void copier?.stop(3000);
           stopWaking();
           void metricsListener?.close();
-          void server.shutdown().then(() => scheduler?.idle()).then(() => licenseClock.idle()).then(() => deliverer.stop(3000)).then(() => resolve());
+          void server.shutdown().then(() => scheduler?.idle()).then(() => licenseClock.idle()).then(() => deliverer.stop(3000)).then(() => bulkStopped).then(() => replicator?.stop()).then(() => resolve());
         };
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
@@ -168,10 +195,13 @@ On first start it creates the signing key and, when no admin token exists, a boo
       void scheduler?.start().catch((error: unknown) => log({ level: 'error', msg: 'backup scheduler failed to start', error: String(error) }));
       void licenseClock.start();
       copier?.start();
+      replicator?.start();
+      bulk.start();
       await stopped;
       // A delivery attempt still waiting for its receiver must not hold the process past its shutdown.
       setTimeout(() => process.exit(process.exitCode ?? 0), 200);
     } finally {
+      await replicator?.stop();
       // After a restore the state holds a reopened database; closing twice is harmless.
       await (state ? state.closeDatabase() : db.close()).catch(() => undefined);
       await announcement.release();

@@ -6,7 +6,7 @@ import { authenticateAdminToken, scopeAllows, type AuthenticatedAdmin, type Scop
 import { LicenseServerError } from '../lib/errors.js';
 import { describe } from '../lib/validate.js';
 import type { Database } from '../lib/storage/types.js';
-import { readJsonObject } from './body.js';
+import { readJsonObject, readRawBody } from './body.js';
 import { toErrorResponse } from './errors.js';
 import { RateLimiter } from './rate-limit.js';
 import { AdminGate } from './admin-gate.js';
@@ -14,8 +14,10 @@ import { jsonInSlices } from './json-in-slices.js';
 import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
 import { adminRoutes } from './routes/admin.js';
+import { importRoutes } from './routes/imports.js';
 import { lifecycleRoutes } from './routes/lifecycle.js';
 import { adminPageRoutes } from './routes/admin-page.js';
+import { whoamiRoutes } from './routes/whoami.js';
 import { backupRoutes } from './routes/backups.js';
 import { clientRoutes } from './routes/client.js';
 import { healthRoutes } from './routes/health.js';
@@ -23,6 +25,11 @@ import { signingKeyRoutes } from './routes/signing-keys.js';
 import { notificationRoutes } from './routes/notifications.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { metricsRoutes } from './routes/metrics.js';
+import { tokenRoutes } from './routes/tokens.js';
+import { attentionRoutes } from './routes/attention.js';
+import { listCountRoutes } from './routes/list-counts.js';
+import { searchRoutes } from './routes/search.js';
+import { bulkRoutes } from './routes/bulk.js';
 import { DaemonMetrics } from './metrics.js';
 import type { Maintenance, RouteDependencies } from './route-dependencies.js';
 
@@ -67,6 +74,7 @@ export function createApp(deps: AppDependencies): App {
       const ms = state.config.settings.backup.maxAgeMs;
       return ms === undefined ? undefined : ms / 1000;
     },
+    replication: () => state.replicator?.status(),
     readFailed: (error) =>
       deps.log({ time: new Date().toISOString(), level: 'warn', msg: 'the store\'s figures for /metrics could not be read; they keep the last good read', error: error instanceof Error ? error.message.slice(0, 200) : String(error) }),
   });
@@ -193,7 +201,8 @@ export function createApp(deps: AppDependencies): App {
             throw new LicenseServerError('TOKEN_SCOPE', `this route needs a token with the scope "${needed}"; this one has ${admin.scopes.map((scope) => `"${scope}"`).join(', ')}`);
           }
         }
-        const body = route.method !== 'GET' ? await readJsonObject(request, timeoutMs) : {};
+        const raw = route.rawBody ? await readRawBody(request, timeoutMs, route.rawBody) : NO_BYTES;
+        const body = route.method !== 'GET' && !route.rawBody ? await readJsonObject(request, timeoutMs) : {};
         const context = {
           params: match.params,
           query: new URLSearchParams(search),
@@ -202,6 +211,8 @@ export function createApp(deps: AppDependencies): App {
           scopes,
           accept: String(request.headers.accept ?? ''),
           ifNoneMatch: String(request.headers['if-none-match'] ?? ''),
+          raw,
+          turn: <T>(work: () => Promise<T>) => gate.admin(work),
         };
         const handler = route;
         const reply = route.access === 'admin' && route.method === 'GET' ? await gate.admin(async () => jsonInSlices(await handler.handle(context))) : await route.handle(context);
@@ -264,11 +275,14 @@ function routesByAccess(deps: RouteDependencies): Route[] {
   return plain.map((route, i) => (route.access !== 'admin' ? route : route.method === 'GET' ? adminReads[i]! : adminWrites[i]!));
 }
 
+const NO_BYTES = Buffer.alloc(0);
+
 /** Admin reads yield this many times their own duration to waiting clients (admin-gate.ts). */
 const ADMIN_YIELD_FACTOR = 4;
 
 export function allRoutes(deps: RouteDependencies): Route[] {
-  return [...healthRoutes(deps), ...adminPageRoutes(), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...notificationRoutes(deps), ...clientRoutes(deps), ...metricsRoutes(deps), ...openApiRoutes()];
+  const routes: Route[] = [...whoamiRoutes(() => routes), ...healthRoutes(deps), ...adminPageRoutes(), ...importRoutes(deps), ...adminRoutes(deps), ...signingKeyRoutes(deps), ...lifecycleRoutes(deps), ...backupRoutes(deps), ...notificationRoutes(deps), ...tokenRoutes(deps), ...clientRoutes(deps), ...metricsRoutes(deps), ...openApiRoutes(), ...attentionRoutes(deps), ...listCountRoutes(deps), ...searchRoutes(deps), ...bulkRoutes(deps)];
+  return routes;
 }
 
 async function authenticate(request: IncomingMessage, deps: AppDependencies): Promise<AuthenticatedAdmin> {
@@ -290,7 +304,7 @@ function send(request: IncomingMessage, response: ServerResponse, reply: Reply):
   if ('stream' in reply) {
     response.statusCode = reply.status ?? 200;
     response.setHeader('Content-Type', reply.contentType);
-    response.setHeader('Content-Length', reply.size);
+    if (reply.size !== undefined) response.setHeader('Content-Length', reply.size);
     for (const [name, value] of Object.entries(reply.headers ?? {})) response.setHeader(name, value);
     if (request.method === 'HEAD') {
       reply.stream.destroy();

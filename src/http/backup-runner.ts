@@ -67,10 +67,13 @@ export async function restoreWhileServing(
       replaceKeys: options.replaceKeys === true,
       beforeSwap: async () => {
         closed = true;
+        // Litestream must not copy the file while it is swapped, nor carry on with the old generation.
+        await deps.state.replicator?.pause();
         await deps.state.closeDatabase();
       },
     });
     await deps.state.reopen(true);
+    await deps.state.replicator?.resume();
     // A backup of a store from before `init` may hold no signing key; the daemon makes one,
     // as it does at start, rather than refuse every checkout until it is restarted.
     const { ensureSigningKey } = await import('../lib/signing-keys/keys.js');
@@ -80,7 +83,10 @@ export async function restoreWhileServing(
     if (report.pre_restore_backup_id) await deps.state.copier?.noteBackup(report.pre_restore_backup_id).catch(() => undefined);
     return report;
   } catch (error) {
-    if (closed) await deps.state.reopen(false);
+    if (closed) {
+      await deps.state.reopen(false);
+      await deps.state.replicator?.resume();
+    }
     // The restore wrote its own entry on success; a refused or failed one leaves this trace.
     const code = error instanceof LicenseServerError ? error.code : 'INTERNAL';
     await appendAudit(deps.state.db, context, { action: 'backup.restore_failed', entityType: 'backup', entityId: reference, details: { code, ...(options.target === undefined ? {} : { target: options.target }) } }).catch((auditError: unknown) =>

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { LicenseServerError } from '../lib/errors.js';
+import { LicenseServerError, type ErrorCode } from '../lib/errors.js';
 import { describe } from '../lib/validate.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -25,7 +25,7 @@ export async function readJsonObject(request: IncomingMessage, timeoutMs: number
   if (length !== undefined && Number(length) > MAX_BODY_BYTES) {
     throw new LicenseServerError('BODY_TOO_LARGE', `the body is ${Number(length)} bytes; the limit is ${MAX_BODY_BYTES}`);
   }
-  const text = await readText(request, timeoutMs);
+  const text = decodeJsonText(await readBytes(request, timeoutMs, MAX_BODY_BYTES, 'BODY_TOO_LARGE'));
   if (nestingDepth(text) > MAX_BODY_DEPTH) {
     throw new LicenseServerError('INVALID_JSON', `the body nests arrays and objects more than ${MAX_BODY_DEPTH} levels deep`);
   }
@@ -41,7 +41,34 @@ export async function readJsonObject(request: IncomingMessage, timeoutMs: number
   return value as Record<string, unknown>;
 }
 
-function readText(request: IncomingMessage, timeoutMs: number): Promise<string> {
+/**
+ * Reads a body of a route's own media type (a CSV import) as bytes, under the route's limit:
+ * Content-Type `type`, with no charset or `charset=utf-8` (415 otherwise); an empty body is
+ * an empty buffer. What the bytes must be is the core's to check.
+ */
+export async function readRawBody(request: IncomingMessage, timeoutMs: number, spec: { readonly type: string; readonly maxBytes: number; readonly tooLarge: ErrorCode }): Promise<Buffer> {
+  const length = request.headers['content-length'];
+  if (request.headers['transfer-encoding'] === undefined && (length === undefined || length === '0')) return Buffer.alloc(0);
+  const [essence = '', ...parameters] = (request.headers['content-type'] ?? '').split(';').map((part) => part.trim().toLowerCase());
+  const charset = parameters.find((parameter) => parameter.startsWith('charset='))?.slice('charset='.length).replace(/^"|"$/g, '');
+  if (essence !== spec.type || (charset !== undefined && charset !== 'utf-8')) {
+    throw new LicenseServerError('UNSUPPORTED_MEDIA_TYPE', `expected Content-Type ${spec.type} (UTF-8), got ${essence ? describe(request.headers['content-type']!) : 'none'}`, { hint: `Send "Content-Type: ${spec.type}; charset=utf-8".` });
+  }
+  if (length !== undefined && Number(length) > spec.maxBytes) {
+    throw new LicenseServerError(spec.tooLarge, `the body is ${Number(length)} bytes; the limit is ${spec.maxBytes}`);
+  }
+  return readBytes(request, timeoutMs, spec.maxBytes, spec.tooLarge);
+}
+
+function decodeJsonText(bytes: Buffer): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw new LicenseServerError('INVALID_JSON', 'the body is not UTF-8');
+  }
+}
+
+function readBytes(request: IncomingMessage, timeoutMs: number, maxBytes: number, tooLarge: ErrorCode): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     // A request queued behind a pipelined one may be gone before its handler gets here.
     if (request.destroyed) {
@@ -58,16 +85,12 @@ function readText(request: IncomingMessage, timeoutMs: number): Promise<string> 
         request.pause();
         reject(error);
       } else {
-        try {
-          resolve(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks)));
-        } catch {
-          reject(new LicenseServerError('INVALID_JSON', 'the body is not UTF-8'));
-        }
+        resolve(Buffer.concat(chunks));
       }
     };
     const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) finish(new LicenseServerError('BODY_TOO_LARGE', `the body exceeds the limit of ${MAX_BODY_BYTES} bytes`));
+      if (size > maxBytes) finish(new LicenseServerError(tooLarge, `the body exceeds the limit of ${maxBytes} bytes`));
       else chunks.push(chunk);
     };
     const onEnd = () => finish();

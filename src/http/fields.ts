@@ -51,8 +51,8 @@ export function asString(value: unknown, name: string): string {
   return value;
 }
 
-/** The paging parameters every list route takes: `limit`, `offset` and `cursor`. */
-export const PAGING_QUERY = ['limit', 'offset', 'cursor'] as const;
+/** The parameters every list route takes: paging (`limit`, `offset`, `cursor`) and `format` (json or csv: list-reply.ts). */
+export const PAGING_QUERY = ['limit', 'offset', 'cursor', 'format'] as const;
 
 /**
  * The largest page the HTTP API answers. The command line keeps MAX_LIST_LIMIT: it runs in

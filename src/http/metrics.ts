@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ReplicationStatus } from '../lib/replication/replicator.js';
 import { TRIGGERS } from '../lib/backup/archive/manifest.js';
 import { isLicenseServerError, LicenseServerError } from '../lib/errors.js';
 import { StoreFiguresCache, STALE_AFTER_INTERVALS } from '../lib/metrics/store-figures-cache.js';
@@ -75,6 +76,8 @@ export interface StoreSource {
   refreshSeconds(): number;
   /** backup.max_age in seconds, or undefined when unset. */
   backupMaxAgeSeconds(): number | undefined;
+  /** Continuous replication's state (replication/replicator.ts), or undefined when none runs. */
+  replication?(): ReplicationStatus | undefined;
   /** A background read failed (the figures keep the last good read's values). */
   readFailed?(error: unknown): void;
 }
@@ -186,7 +189,54 @@ export class DaemonMetrics implements RequestMetrics {
       },
     });
 
+    this.replicationGauges(registers);
     this.storeGauges(registers);
+  }
+
+  /** Read from the replicator at each scrape; absent when serve replicates nothing. */
+  private replicationGauges(registers: Registry[]): void {
+    const status = () => this.source?.replication?.();
+    new Gauge({
+      name: 'license_server_replication_up',
+      help: 'Whether Litestream, which serve runs to replicate the SQLite database (backup.replication), is running: 1, or 0 while serve restarts it or a restore has paused it.',
+      registers,
+      collect() {
+        this.reset();
+        const current = status();
+        if (current) this.set(current.state === 'replicating' && current.pid !== null ? 1 : 0);
+      },
+    });
+    // Counters kept by the replicator, copied at each scrape.
+    new Counter({
+      name: 'license_server_replication_restarts_total',
+      help: 'Times serve has started Litestream again after it died, since serve started.',
+      registers,
+      collect() {
+        this.reset();
+        const current = status();
+        if (current) this.inc(current.restarts);
+      },
+    });
+    new Gauge({
+      name: 'license_server_replication_lag_seconds',
+      help: 'How long each replica has been behind the database, in seconds: 0 when it holds every write Litestream has seen. Absent until known.',
+      labelNames: ['target'],
+      registers,
+      collect() {
+        this.reset();
+        for (const replica of status()?.replicas ?? []) if (replica.lag_seconds !== null) this.set({ target: replica.target }, replica.lag_seconds);
+      },
+    });
+    new Counter({
+      name: 'license_server_replication_errors_total',
+      help: 'Errors Litestream logged for each replica since serve started (failed uploads, an unreachable target).',
+      labelNames: ['target'],
+      registers,
+      collect() {
+        this.reset();
+        for (const replica of status()?.replicas ?? []) this.inc({ target: replica.target }, replica.errors);
+      },
+    });
   }
 
   /**
@@ -204,6 +254,17 @@ export class DaemonMetrics implements RequestMetrics {
       onError: (error) => source.readFailed?.(error),
     });
     this.cache.start();
+  }
+
+  /**
+   * The newest background read of the store's figures while it is fresh (the read succeeded,
+   * and it is at most STALE_AFTER_INTERVALS refresh intervals old), with the time it started.
+   */
+  freshStoreFigures(): { figures: StoreFigures; readAt: Date } | undefined {
+    const cache = this.cache;
+    if (!cache?.fresh()) return undefined;
+    const { figures, readAt } = cache.snapshot();
+    return figures === undefined || readAt === undefined ? undefined : { figures, readAt: new Date(readAt) };
   }
 
   /** Stops the background reads of the store's figures. */
@@ -335,6 +396,9 @@ export class DaemonMetrics implements RequestMetrics {
       g.set({ status: 'pending' }, v.deliveries.pending);
       g.set({ status: 'delivered' }, v.deliveries.delivered);
       g.set({ status: 'failed' }, v.deliveries.failed);
+    });
+    storeGauge('attention', 'The counts of GET /api/attention, by list (licenses_expiring_7d, licenses_expiring_30d, licenses_expired_7d, licenses_at_machine_limit, licenses_usage_high, deliveries_failed, deliveries_retrying): the records each of its links lists. The lists overlap (take one, never the sum).', ['list'], (g, v) => {
+      for (const [list, count] of Object.entries(v.attention)) g.set({ list }, count);
     });
     storeGauge('signing_key_age_seconds', 'Age of the active signing key (since it was created). Absent before the first key.', [], (g, v) => {
       if (v.signingKey) g.set(v.signingKey.ageSeconds);

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { Scope } from '../lib/admin-tokens.js';
-import { LicenseServerError } from '../lib/errors.js';
+import { LicenseServerError, type ErrorCode } from '../lib/errors.js';
 
 export interface RequestContext {
   readonly params: Readonly<Record<string, string>>;
@@ -14,11 +14,19 @@ export interface RequestContext {
   readonly accept: string;
   /** The If-None-Match header as sent ('' without one), for routes that answer 304. */
   readonly ifNoneMatch: string;
+  /** The body as sent, on a route that takes `rawBody`; empty elsewhere. */
+  readonly raw: Buffer;
+  /**
+   * Runs `work` in the admin reads' turn (admin-gate.ts): for an admin GET whose reply goes on
+   * reading after its handler returned (a CSV export, page by page). Absent: runs it at once.
+   */
+  readonly turn?: <T>(work: () => Promise<T>) => Promise<T>;
 }
 
 export type Reply =
   | { readonly status?: number; readonly json: unknown; readonly headers?: Record<string, string> }
-  | { readonly status?: number; readonly stream: Readable; readonly size: number; readonly contentType: string; readonly headers?: Record<string, string> }
+  /** A stream; without a `size` it goes out chunked, for a body whose length is known only at its end. */
+  | { readonly status?: number; readonly stream: Readable; readonly size?: number; readonly contentType: string; readonly headers?: Record<string, string> }
   | { readonly status?: number; readonly raw: string | Buffer; readonly contentType: string; readonly headers?: Record<string, string> };
 
 export type Access = 'admin' | 'client' | 'public';
@@ -32,6 +40,8 @@ export interface Route {
   readonly access: Access;
   /** Admin routes: the scope a token needs (see Scope); a route without one needs `admin`. */
   readonly scope?: RouteScope;
+  /** A body of this media type (not JSON), handed over as bytes in `raw`; at most `maxBytes`, or `tooLarge` (413). */
+  readonly rawBody?: { readonly type: string; readonly maxBytes: number; readonly tooLarge: ErrorCode };
   handle(context: RequestContext): Promise<Reply>;
 }
 
@@ -48,16 +58,29 @@ export interface Match {
  * way around a route nor a 404 that hides what was wrong.
  */
 export class Router {
-  private readonly compiled: Array<{ route: Route; segments: string[] }>;
+  private readonly compiled: Array<{ route: Route; segments: string[]; literals: number }>;
 
   constructor(routes: readonly Route[]) {
-    this.compiled = routes.map((route) => ({ route, segments: route.path.split('/').slice(1) }));
+    // Most literal segments first (a stable sort keeps the table's order among equals), so
+    // that the first pattern that fits is one of the best and matching stops soon after it.
+    this.compiled = routes
+      .map((route) => {
+        const segments = route.path.split('/').slice(1);
+        return { route, segments, literals: segments.filter((part) => !part.startsWith(':')).length };
+      })
+      .sort((a, b) => b.literals - a.literals);
   }
 
   match(method: string, path: string): Match {
     const segments = splitPath(path);
     const allowed = new Set<string>();
-    for (const { route, segments: pattern } of this.compiled) {
+    const effective = method === 'HEAD' ? 'GET' : method;
+    // A literal segment wins over a parameter (`/api/licenses/count` over `/api/licenses/:id`),
+    // whatever order the routes were listed in: only the patterns with the most literal
+    // segments that fit the path are tried.
+    let best: number | undefined;
+    for (const { route, segments: pattern, literals } of this.compiled) {
+      if (best !== undefined && literals < best) break;
       if (pattern.length !== segments.length) continue;
       const params: Record<string, string> = {};
       const fits = pattern.every((part, i) => {
@@ -68,7 +91,7 @@ export class Router {
         return part === segments[i];
       });
       if (!fits) continue;
-      const effective = method === 'HEAD' ? 'GET' : method;
+      best = literals;
       if (route.method === effective) return { route, params };
       allowed.add(route.method);
     }

@@ -20,6 +20,8 @@ export class ServingState {
   refusal: LicenseServerError | undefined;
   /** Copies new backups off-site (backup/targets/copier.ts); absent without targets or when tests drive the app alone. */
   copier: { noteBackup(backupId: string): Promise<void> } | undefined;
+  /** Litestream's supervisor (replication/replicator.ts); absent without backup.replication. */
+  replicator: import('../lib/replication/replicator.js').Replicator | undefined;
 
   constructor(
     database: Database,

@@ -67,6 +67,12 @@ export interface NewAdminToken {
   readonly scopes?: readonly string[];
   /** From now; default: never expires. */
   readonly expiresInMs?: number;
+  /**
+   * The scopes of the token asking for this one (the HTTP API): a token grants no scope it
+   * does not hold, so a token cannot make itself a stronger one. Absent for the command line,
+   * whose user holds the database itself.
+   */
+  readonly grantorScopes?: readonly Scope[];
 }
 
 /**
@@ -99,6 +105,12 @@ export function tokenNameKey(name: string): string {
 export async function createAdminToken(db: Database, input: NewAdminToken, context: OperationContext): Promise<IssuedAdminToken> {
   const name = parseTokenName(input.name);
   const scopes = parseScopes(input.scopes ?? ['admin']);
+  if (input.grantorScopes) {
+    const beyond = scopes.filter((scope) => !scopeAllows(input.grantorScopes!, scope));
+    if (beyond.length > 0) {
+      throw new LicenseServerError('TOKEN_SCOPE', `a token grants only scopes it holds; this one does not hold ${beyond.map((scope) => `"${scope}"`).join(', ')}`);
+    }
+  }
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   try {
     const record = await db.transaction(async (tx) => {
@@ -187,13 +199,24 @@ async function lockTokenNames(tx: Queryable, db: Database): Promise<void> {
   if (db.engine === 'postgres') await tx.query('LOCK TABLE admin_tokens IN SHARE ROW EXCLUSIVE MODE');
 }
 
+/** One token by id, revoked or not. */
+export async function getAdminToken(db: Queryable, id: string): Promise<AdminToken> {
+  const rows = isUuid(id) ? await db.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE id = ?`, [id.toLowerCase()]) : [];
+  if (!rows[0]) throw new LicenseServerError('TOKEN_NOT_FOUND', `no token has the id ${describe(id)}`);
+  return toToken(rows[0]);
+}
+
 /**
  * Revokes by id or by the name of a live token: the exact name, or else the one live name that
  * differs from it only by case. Names that clash that way can exist from before they were
  * compared so (see docs/http-api.md); for them only the exact name or the id will do.
  * Revoking twice changes nothing.
+ *
+ * The token whose actor is the context's (the API caller's own token) is revoked only with
+ * `allowSelf`: a person revoking tokens in the console would otherwise lock themselves out
+ * with one mistaken click, and with the last admin token, the API too.
  */
-export async function revokeAdminToken(db: Database, reference: string, context: OperationContext): Promise<AdminToken> {
+export async function revokeAdminToken(db: Database, reference: string, context: OperationContext, options: { allowSelf?: boolean } = {}): Promise<AdminToken> {
   return db.transaction(async (tx) => {
     let rows = isUuid(reference)
       ? await tx.query(`SELECT ${COLUMNS} FROM admin_tokens WHERE id = ?`, [reference.toLowerCase()])
@@ -209,6 +232,9 @@ export async function revokeAdminToken(db: Database, reference: string, context:
     if (!rows[0]) throw new LicenseServerError('TOKEN_NOT_FOUND', `no live token has the id or name ${describe(reference)}`);
     const token = toToken(rows[0]);
     if (token.revoked_at) return token;
+    if (context.actor === `token:${token.name}` && !options.allowSelf) {
+      throw new LicenseServerError('TOKEN_SELF_REVOKE', `token ${describe(token.name)} is the token this request is made with; revoking it ends this session at once`);
+    }
     await tx.execute('UPDATE admin_tokens SET revoked_at = ? WHERE id = ?', [now(context).toISOString(), token.id]);
     await recordAudit(tx, context, { action: 'token.revoked', entityType: 'admin_token', entityId: token.id, details: { name: token.name } });
     return getToken(tx, token.id);
@@ -276,6 +302,26 @@ export function tokenNameWarnings(tokens: readonly AdminToken[]): string[] {
   }
   for (const token of tokens) {
     if (hasInvisibleCharacters(token.name)) warnings.push(`token "${escapeInvisible(token.name)}" (${token.id}) has invisible characters in its name, shown escaped; it was made before they were refused`);
+  }
+  return warnings;
+}
+
+/**
+ * tokenNameWarnings for each of `tokens`, against every token stored (revoked ones too: the
+ * audit log keeps their names), so that a page of a list, or one token, warns as the whole
+ * list would. By id; a token without warnings has an empty list.
+ */
+export async function tokenNameWarningsById(db: Queryable, tokens: readonly AdminToken[]): Promise<Map<string, string[]>> {
+  const stored = await db.query('SELECT id, name FROM admin_tokens ORDER BY created_at, id');
+  const warnings = new Map<string, string[]>();
+  for (const token of tokens) {
+    const alike = stored.filter((row) => String(row.id) !== token.id && tokenNameKey(String(row.name)) === tokenNameKey(token.name));
+    const own: string[] = [];
+    if (alike.length > 0) {
+      own.push(`the name differs only by case from ${alike.map((row) => `"${escapeInvisible(String(row.name))}" (${String(row.id)})`).join(', ')}: they were made before names were compared without case; the audit log tells them apart by the exact name`);
+    }
+    if (hasInvisibleCharacters(token.name)) own.push(`the name has invisible characters, shown escaped as "${escapeInvisible(token.name)}"; it was made before they were refused`);
+    warnings.set(token.id, own);
   }
   return warnings;
 }

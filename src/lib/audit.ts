@@ -1,7 +1,7 @@
 import type { OperationContext } from './context.js';
 import { now } from './context.js';
-import type { Keyset } from './cursor.js';
-import { pageQuery, fetchPage, unindexedText, type ListPage, type Page, type PageQuery } from './paging.js';
+import type { Keyset, ListFilters } from './cursor.js';
+import { countRows, pageQuery, fetchPage, unindexedText, type ListCount, type ListPage, type Page, type PageQuery } from './paging.js';
 import type { Database, Queryable, Row, SqlValue } from './storage/types.js';
 import { asInt, asIso, asJson } from './storage/values.js';
 
@@ -68,6 +68,17 @@ export const AUDIT_KEYSET: Keyset = {
 };
 
 export function auditListQuery(filter: AuditFilter = {}): PageQuery {
+  const { where, params, filters } = auditWhere(filter);
+  return pageQuery('SELECT id, occurred_at, actor, action, entity_type, entity_id, details FROM audit_log', where, params, AUDIT_KEYSET, filters, filter);
+}
+
+/** How many entries the filter selects (exact up to paging.ts COUNT_BOUND). */
+export async function countAudit(db: Queryable, filter: Omit<AuditFilter, keyof Page> = {}, bound?: number): Promise<ListCount> {
+  const { where, params } = auditWhere(filter);
+  return countRows(db, 'FROM audit_log', where, params, bound);
+}
+
+function auditWhere(filter: Omit<AuditFilter, keyof Page>): { where: string[]; params: SqlValue[]; filters: ListFilters } {
   const where: string[] = [];
   const params: SqlValue[] = [];
   const add = (clause: string, value: SqlValue | undefined) => {
@@ -86,7 +97,7 @@ export function auditListQuery(filter: AuditFilter = {}): PageQuery {
   add('occurred_at >= ?', since);
   add('occurred_at < ?', until);
   const filters = { action: filter.action, actor: filter.actor, entity_type: filter.entityType, entity_id: filter.entityId, since, until };
-  return pageQuery('SELECT id, occurred_at, actor, action, entity_type, entity_id, details FROM audit_log', where, params, AUDIT_KEYSET, filters, filter);
+  return { where, params, filters };
 }
 
 export async function listAuditPage(db: Queryable, filter: AuditFilter = {}): Promise<ListPage<AuditEntry>> {

@@ -39,18 +39,49 @@ function emailOrNull(value: string | null | undefined): string | null {
   return value === undefined || value === null || value === '' ? null : parseCustomerEmail(value);
 }
 
-export async function createCustomer(db: Database, input: { name: string; email?: string | null }, context: OperationContext): Promise<Customer> {
-  const name = requireNonEmpty(input.name, 'customer name');
-  const email = emailOrNull(input.email);
+export interface NewCustomer {
+  readonly name: string;
+  readonly email?: string | null;
+}
+
+/** A new customer's fields checked, as a create stores them. */
+export interface PreparedCustomer {
+  readonly name: string;
+  readonly email: string | null;
+}
+
+export function prepareCustomer(input: NewCustomer): PreparedCustomer {
+  return { name: checkCustomerName(input.name), email: checkCustomerEmail(input.email) };
+}
+
+/** The name alone checked, for callers that report each field's error apart (a CSV import). */
+export function checkCustomerName(name: string): string {
+  return requireNonEmpty(name, 'customer name');
+}
+
+/** The email alone checked: '', null and undefined mean none. */
+export function checkCustomerEmail(email: string | null | undefined): string | null {
+  return emailOrNull(email);
+}
+
+export async function createCustomer(db: Database, input: NewCustomer, context: OperationContext): Promise<Customer> {
+  const prepared = prepareCustomer(input);
+  return db.transaction((tx) => insertCustomer(tx, prepared, context));
+}
+
+/**
+ * The rows and audit entry of one create, inside the caller's transaction: createCustomer's,
+ * or an import's, which creates every row of a file in one.
+ */
+export async function insertCustomer(tx: Queryable, customer: PreparedCustomer, context: OperationContext): Promise<Customer> {
+  const { name, email } = customer;
   const at = now(context).toISOString();
   const id = randomUUID();
-  return db.transaction(async (tx) => {
-    await tx.execute('INSERT INTO customers (id, name, active, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
-      id, name, true, email, at, at,
-    ]);
-    await recordAudit(tx, context, { action: 'customer.created', entityType: 'customer', entityId: id, details: { name, ...(email === null ? {} : { email }) } });
-    return getCustomer(tx, id);
-  });
+  await tx.execute('INSERT INTO customers (id, name, active, email, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)', [
+    id, name, true, email, at, at,
+  ]);
+  await recordAudit(tx, context, { action: 'customer.created', entityType: 'customer', entityId: id, details: { name, ...(email === null ? {} : { email }) } });
+  return getCustomer(tx, id);
 }
 
 export interface CustomerUpdate {

@@ -76,6 +76,10 @@ export const ERROR_TABLE = {
   REQUEST_TIMEOUT: { exit: EXIT.usage, http: 408, hint: 'Send the whole request within the server\'s request timeout.' },
   BODY_TOO_LARGE: { exit: EXIT.usage, http: 413, hint: 'Request bodies are limited to 1 MiB.' },
   UNSUPPORTED_MEDIA_TYPE: { exit: EXIT.usage, http: 415, hint: 'Send "Content-Type: application/json".' },
+  CSV_MALFORMED: { exit: EXIT.usage, http: 400, hint: 'Save the file as CSV (comma-separated, UTF-8) from the spreadsheet, or fix the line named above: a field with a comma, quote or line break is enclosed in double quotes, and a quote inside it is doubled.' },
+  IMPORT_COLUMNS_INVALID: { exit: EXIT.usage, http: 400, hint: 'The header row names the columns; docs/http-api.md ("CSV export and import") lists those an import reads and those it ignores.' },
+  IMPORT_INVALID: { exit: EXIT.usage, http: 400, hint: 'Nothing was imported. A dry run (--dry-run, or ?dry_run=true) lists every row\'s error by line; fix them and import again.' },
+  IMPORT_TOO_LARGE: { exit: EXIT.usage, http: 413, hint: 'Split the file into parts within the limits named above and import each.' },
   RATE_LIMITED: { exit: EXIT.refused, http: 429, hint: 'Wait for the number of seconds in the Retry-After header.' },
   CONFIG_FILE_UNREADABLE: { exit: EXIT.config, http: 500, hint: 'Check the path given by --config or LICENSE_CONFIG.' },
   CONFIG_PARSE_ERROR: { exit: EXIT.config, http: 500, hint: 'The configuration file must be a YAML mapping.' },
@@ -89,6 +93,7 @@ export const ERROR_TABLE = {
   },
   LICENSE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List licenses with `license-server license list`.' },
   MACHINE_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List machines with `license-server machine list --license ID`.' },
+  BULK_JOB_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'GET /api/bulk lists the bulk jobs.' },
   TOKEN_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List tokens with `license-server token list`.' },
   DELIVERY_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List deliveries with `license-server notifications deliveries`.' },
   SIGNING_KEY_MISSING: {
@@ -138,6 +143,12 @@ export const ERROR_TABLE = {
   },
   ENTITLEMENT_CODE_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Entitlement codes are unique; pick another code.' },
   TOKEN_NAME_EXISTS: { exit: EXIT.conflict, http: 409, hint: 'Pick another name; `license-server token list --all` shows the names taken, revoked tokens\' included.' },
+  BULK_JOB_RUNNING: {
+    exit: EXIT.conflict,
+    http: 409,
+    hint: 'Wait for it to finish (GET /api/bulk/{id} shows its progress), or cancel it with POST /api/bulk/{id}/cancel.',
+  },
+  BULK_JOB_FINISHED: { exit: EXIT.conflict, http: 409, hint: 'Only a queued or running job can be cancelled; GET /api/bulk/{id} shows how it ended.' },
   IDEMPOTENCY_KEY_REUSED: {
     exit: EXIT.conflict,
     http: 409,
@@ -172,6 +183,16 @@ export const ERROR_TABLE = {
     exit: EXIT.refused,
     http: 403,
     hint: 'This token\'s scopes do not cover the route; use a token with the scope that docs/http-api.md names for it.',
+  },
+  TOKEN_SELF_REVOKE: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'Sign in with another token to revoke this one, or send {"allow_self": true} to revoke the token you are using.',
+  },
+  TOKEN_IN_CONFIGURATION: {
+    exit: EXIT.refused,
+    http: 422,
+    hint: 'The configured token (admin_token, LICENSE_ADMIN_TOKEN) is not stored: remove or change it in the configuration and restart the daemon.',
   },
   BACKUP_UNENCRYPTED: {
     exit: EXIT.refused,
@@ -269,6 +290,16 @@ export const ERROR_TABLE = {
     exit: EXIT.stale,
     http: 503,
     hint: '`license-server backup status` shows each place\'s newest good backup and last error.',
+  },
+  REPLICA_MOMENT_UNAVAILABLE: {
+    exit: EXIT.notFound,
+    http: 404,
+    hint: 'The message gives the moments the replica can restore to; retention is backup.replication.retention.',
+  },
+  REPLICATION_UNAVAILABLE: {
+    exit: EXIT.unavailable,
+    http: 503,
+    hint: 'Check backup.replication and the targets it names (`license-server config show`), and that the Litestream binary runs (LICENSE_LITESTREAM_BIN); docs/replication.md.',
   },
   BACKUP_NOT_FOUND: { exit: EXIT.notFound, http: 404, hint: 'List backups with `license-server backup list`.' },
   BACKUP_IN_PROGRESS: { exit: EXIT.conflict, http: 409, hint: 'Another backup, restore or prune is running; try again when it is done.' },

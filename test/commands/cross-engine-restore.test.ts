@@ -364,6 +364,12 @@ function seedHostileRows(file: string, customerId: string, licenseId: string): v
     // One recorded before request digests (schema 13): it moves without one.
     db.prepare(`INSERT INTO activation_requests (nonce, license_id, hardware_id, created_at, used_at, request_digest)
       VALUES ('AAECAwQFBgcICQoLDA0OEA', ?, 'hw2-before-digests', '2026-11-23T03:00:00.000Z', '2026-11-23T03:00:00.010Z', NULL)`).run(licenseId);
+    // A bulk job stopped mid-way: its filter, bound, position and row errors move as they are, so it resumes where it was.
+    db.prepare(`INSERT INTO bulk_jobs (id, target, action, span, filters, state, total, bound, position, changed, unchanged, failed, errors, error, resumed,
+        created_by, created_at, started_at, finished_at, claimed_by, claimed_until)
+      VALUES (?, 'licenses', 'extend', '30d', ?, 'queued', 9007199254740993, ?, ?, 3, 0, 1, ?, NULL, 2, ?, '2026-11-23T03:00:00.011Z', '2026-11-23T03:00:00.012Z', NULL, NULL, NULL)`)
+      .run(uuid(600), JSON.stringify({ customer_id: customerId, type: HOSTILE[2] }), JSON.stringify(['2026-11-23T03:00:00.000Z', uuid(100)]), JSON.stringify(['2026-01-01T00:00:00.000Z', licenseId]),
+        JSON.stringify([{ id: licenseId, code: 'LICENSE_INACTIVE', message: HOSTILE[6] }]), `token:${HOSTILE[5]}`);
   } finally {
     db.close();
   }

@@ -58,6 +58,11 @@ describe('output for scripts: one rule over every command (README.md)', function
     writeFileSync(name, activationRequestFor(at.licenseKey, 'HW-2').text);
     return name;
   };
+  /** A CSV file for one run of an import. */
+  const csvFile = (name: string, text: string) => {
+    writeFileSync(file(name), text);
+    return file(name);
+  };
   const at = {
     customer: '',
     spareCustomer: '',
@@ -147,6 +152,7 @@ describe('output for scripts: one rule over every command (README.md)', function
     'config show': { argv: () => ['config', 'show'], piped: 'text' },
     'customer activate': { argv: () => ['customer', 'activate', at.spareCustomer], piped: 'text', records: one },
     'customer create': { argv: (run) => ['customer', 'create', '--name', `Created ${run}`], piped: 'id', records: one, listedBy: ['customer', 'list'] },
+    'customer import': { argv: (run) => ['customer', 'import', csvFile(`customers-${run}.csv`, `name\r\nImported ${run}\r\n`)], piped: 'id', records: (json) => json.created, listedBy: ['customer', 'list'] },
     'customer deactivate': { argv: () => ['customer', 'deactivate', at.spareCustomer], piped: 'text', records: one },
     'customer list': { argv: () => ['customer', 'list'], piped: 'text', records: each },
     'customer show': { argv: () => ['customer', 'show', at.customer], piped: 'text', records: one },
@@ -162,6 +168,7 @@ describe('output for scripts: one rule over every command (README.md)', function
       piped: 'text',
     },
     'license create': { argv: () => ['license', 'create', '--customer', at.customer, '--type', 'time_based', '--valid-until', '2099-06-30'], piped: 'id', records: one, listedBy: ['license', 'list'] },
+    'license import': { argv: (run) => ['license', 'import', csvFile(`licenses-${run}.csv`, `customer_id,type,valid_until\r\n${at.customer},time_based,2099-06-30\r\n`)], piped: 'id', records: (json) => json.created, listedBy: ['license', 'list'] },
     'license deactivate': { argv: () => ['license', 'deactivate', at.spareLicense], piped: 'text', records: one },
     'license inspect': { argv: () => ['license', 'inspect', file('hw-1.lic')], piped: 'text' },
     'license list': { argv: () => ['license', 'list'], piped: 'text', records: each },

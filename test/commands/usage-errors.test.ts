@@ -57,7 +57,7 @@ describe('usage errors on the command line', () => {
       argv: ['license', 'nosuch'],
       code: 'COMMAND_NOT_FOUND',
       message: 'unknown command "license nosuch"',
-      hint: 'The license commands are activate, checkout, create, deactivate, inspect, list, renew, show, update, usage, verify; see `license-server license --help`.',
+      hint: 'The license commands are activate, checkout, create, deactivate, import, inspect, list, renew, show, update, usage, verify; see `license-server license --help`.',
     },
     // Typos get oclif's not-found suggestion (its nearest command by edit distance), in the
     // message so that --json carries it too; far-off words get none.
@@ -77,7 +77,7 @@ describe('usage errors on the command line', () => {
       argv: ['license', 'lst'],
       code: 'COMMAND_NOT_FOUND',
       message: 'unknown command "license lst"; did you mean "license list"?',
-      hint: 'The license commands are activate, checkout, create, deactivate, inspect, list, renew, show, update, usage, verify; see `license-server license --help`.',
+      hint: 'The license commands are activate, checkout, create, deactivate, import, inspect, list, renew, show, update, usage, verify; see `license-server license --help`.',
     },
     {
       argv: ['licence'],

@@ -12,7 +12,7 @@ const KEY = '3c'.repeat(32);
 // The restored data brings its own admin tokens; a token from the environment outlives it.
 const TOKEN = 'admin-page-cross-engine-token-0123456789';
 
-describe('the admin page restoring a backup of the other engine', function () {
+describe('the admin console restoring a backup of the other engine', function () {
   this.timeout(120_000);
   let work: string;
   let url: string | undefined;
@@ -53,23 +53,24 @@ describe('the admin page restoring a backup of the other engine', function () {
       args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });
     const page = await (await browser.newContext({ viewport: { width: 1200, height: 800 } })).newPage();
-    await page.goto(`${serve.url}/`);
+    await page.goto(`${serve.url}/admin/backups`);
     await page.getByLabel('Admin token').fill(TOKEN);
     await page.keyboard.press('Enter');
-    const row = page.locator(`#backup-table tr[data-backup-id="${backup.backup_id}"]`);
+    const row = page.locator(`#backup-list tr[data-backup-id="${backup.backup_id}"]`);
     await row.waitFor();
     await row.getByRole('button', { name: 'Restore…' }).click();
-    // Another server's backup (issue 23, item 5): the form says what it replaces before the restore.
-    await page.locator('#restore-preview', { hasText: "This backup is another server's (it shares no signing key with this one): its signing keys and admin tokens would replace this server's." }).waitFor();
-    await page.getByLabel('Type the backup id to confirm').fill(backup.backup_id);
+    const dialog = page.getByRole('dialog', { name: `Restore ${backup.backup_id}` });
+    // Another server's backup (issue 23, item 5): the dialog says what it replaces before the restore.
+    await dialog.getByText("This backup is another server's (it shares no signing key with this one): its signing keys and admin tokens would replace this server's.").waitFor();
+    await dialog.getByLabel('Type the backup id to confirm').fill(backup.backup_id);
     // The id typed confirms the restore, never the replacement of this server's keys and tokens (issue 35, item 1).
-    await page.getByRole('button', { name: 'Restore', exact: true }).click();
-    await page.getByText(/\(RESTORE_KEYS_NOT_CONFIRMED\)/).waitFor();
-    const replaceKeys = page.getByLabel("Let the backup's signing keys and tokens replace this server's");
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+    await dialog.getByRole('alert').getByText(/\(RESTORE_KEYS_NOT_CONFIRMED\)/).waitFor();
+    const replaceKeys = dialog.getByLabel("Let the backup's signing keys and tokens replace this server's");
     assert.equal(await replaceKeys.isChecked(), false, 'off by default');
     await replaceKeys.check();
-    await page.getByRole('button', { name: 'Restore', exact: true }).click();
-    const message = page.getByText(new RegExp(`^Restored backup ${backup.backup_id}; the previous state is backup \\S+\\. Moved from SQLite to PostgreSQL: \\d+ rows\\.`));
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+    const message = page.locator('#status').getByText(new RegExp(`^Restored backup ${backup.backup_id}; the previous state is backup \\S+\\. Moved from SQLite to PostgreSQL: \\d+ rows\\.`));
     await message.waitFor();
 
     const [audit] = (await api(serve.url, 'GET', '/api/audit?action=backup.restored&limit=1', { token: TOKEN })).body;

@@ -8,8 +8,8 @@ import { api, startServe, type ServeProcess } from '../support/serve.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
-/** What the admin page shows a token short of admin: no license key, no unencrypted archive, no hidden characters. */
-describe('the admin page and what a scoped token obtains, in headless Chromium', function () {
+/** What the console shows a token short of admin: no license key, no unencrypted archive, no hidden characters. */
+describe('the admin console and what a scoped token obtains, in headless Chromium', function () {
   this.timeout(120_000);
   let work: string;
   let serve: ServeProcess;
@@ -66,33 +66,59 @@ describe('the admin page and what a scoped token obtains, in headless Chromium',
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  it('never receives or shows a license key when signed in with a read token', async () => {
+  it('never receives or shows a license key when signed in with a read token, on any view', async () => {
     const answers = await signIn(await token('auditor', 'read'));
-    await page!.locator('#license-table tr', { hasText: `${license.key_prefix}…` }).waitFor();
-    await page!.locator('#machine-table tbody tr').first().waitFor();
-    const texts = [...answers];
-    assert.ok(texts.some((text) => text.includes(license.key_prefix)), 'the page got the licenses');
-    for (const text of texts) for (const form of [license.key, license.key.replace(/-/g, '')]) assert.ok(!text.includes(form), `an answer to the page holds the key: ${text.slice(0, 200)}`);
-    assert.ok(!(await page!.content()).includes(license.key));
+    for (const [route, heading, ready] of [
+      ['/admin/licenses', 'Licenses', `#license-list tr[data-license-id="${license.id}"]`],
+      [`/admin/licenses/${license.id}`, `License ${license.key_prefix}…`, '#license-machines tbody tr'],
+      ['/admin/machines', 'Machines', '#machine-list tbody tr[data-machine-id]'],
+      ['/admin/customers', 'Customers', '#customer-list tbody tr[data-customer-id]'],
+      ['/admin/audit', 'Audit log', '#audit-list tbody tr[data-audit-id]'],
+      ['/admin/', 'Attention', 'main'],
+    ] as const) {
+      await page!.goto(`${serve.url}${route}`);
+      await page!.getByRole('heading', { level: 1, name: heading }).waitFor();
+      await page!.locator(ready).first().waitFor();
+      assert.ok(!(await page!.content()).includes(license.key), `${route} shows the key`);
+    }
+    assert.ok(answers.some((text) => text.includes(license.key_prefix)), 'the page got the licenses');
+    for (const text of answers) for (const form of [license.key, license.key.replace(/-/g, '')]) assert.ok(!text.includes(form), `an answer to the page holds the key: ${text.slice(0, 200)}`);
   });
 
   it('shows a hardware ID holding a bidi override, and a machine name with a zero-width space, escaped', async () => {
-    const row = page!.locator('#machine-table tbody tr').first();
+    await page!.goto(`${serve.url}/admin/machines`);
+    const row = page!.locator('#machine-list tbody tr[data-machine-id]').first();
+    await row.waitFor();
     const cells = await row.locator('td').allTextContents();
-    assert.equal(cells[1], 'HW-\\u202eexe.gnp');
-    assert.equal(cells[2], 'front\\u200bdesk');
-    assert.ok(!(await page!.locator('#machine-table').innerText()).includes('\u202e'));
+    assert.equal(cells[0], 'HW-\\u202eexe.gnp');
+    assert.equal(cells[1], 'front\\u200bdesk');
+    await page!.getByRole('link', { name: 'HW-\\u202eexe.gnp' }).click();
+    await page!.getByRole('heading', { level: 1, name: 'Machine HW-\\u202eexe.gnp' }).waitFor();
+    await page!.goto(`${serve.url}/admin/licenses/${license.id}`);
+    await page!.locator('#license-machines td', { hasText: 'front\\u200bdesk' }).waitFor();
+    // The audit entry's details quote them too.
+    await page!.goto(`${serve.url}/admin/audit?action=machine.activated`);
+    await page!.locator('#audit-list dd', { hasText: 'HW-\\u202eexe.gnp' }).waitFor();
+    for (const route of ['/admin/machines', `/admin/licenses/${license.id}`, '/admin/audit?action=machine.activated']) {
+      await page!.goto(`${serve.url}${route}`);
+      await page!.locator('main td', { hasText: 'HW-\\u202eexe.gnp' }).first().waitFor();
+      const text = await page!.locator('main').innerText();
+      assert.ok(!text.includes('\u202e') && !text.includes('\u200b'), `${route} shows an invisible character`);
+    }
   });
 
   it('offers an unencrypted backup\'s download to an admin token only, and says why on the button', async () => {
     await signIn(await token('ci-backups', 'backups'));
-    const button = page!.locator('#backup-table tbody tr').first().getByRole('button', { name: 'Download (admin only)' });
+    await page!.goto(`${serve.url}/admin/backups`);
+    const button = page!.locator('#backup-list tbody tr[data-backup-id]').first().getByRole('button', { name: 'Download (admin only)' });
     await button.waitFor();
     assert.equal(await button.isDisabled(), true, 'a backups token cannot press it');
     assert.match((await button.getAttribute('title'))!, /Not encrypted: this archive holds the private signing key .* only an admin token may download it/);
+    assert.equal(await page!.getByRole('button', { name: /^Restore/ }).count(), 0, 'restoring needs the restore scope');
 
     await signIn(serve.token!);
-    const row = page!.locator('#backup-table tbody tr').first();
+    await page!.goto(`${serve.url}/admin/backups`);
+    const row = page!.locator('#backup-list tbody tr[data-backup-id]').first();
     const forAdmin = row.getByRole('button', { name: 'Download (admin only)' });
     await forAdmin.waitFor();
     assert.equal(await forAdmin.isEnabled(), true);

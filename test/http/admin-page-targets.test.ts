@@ -11,10 +11,10 @@ const KEY = '5d'.repeat(32);
 const TOKEN = 'admin-page-targets-token-0123456789abcdef';
 
 /**
- * Issue 26: the admin page shows where each place's newest backup stands, lists what an
+ * Issue 26: the console shows where each place's newest backup stands, lists what an
  * off-site target holds, and restores from the target on a host that has lost its own backups.
  */
-describe('the admin page and off-site targets', function () {
+describe('the admin console and off-site targets', function () {
   this.timeout(120_000);
   let work: string;
   let serve: ServeProcess | undefined;
@@ -68,16 +68,22 @@ describe('the admin page and off-site targets', function () {
     await page.goto(`${serve.url}/`);
     await page.getByLabel('Admin token').fill(TOKEN);
     await page.keyboard.press('Enter');
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Backups' }).click();
     const place = page.locator('#place-table tr[data-place="nas"]');
     await place.getByText(id).waitFor();
     await page.locator('#place-table tr[data-place="local"]').getByText('none').waitFor();
-    await place.getByRole('button', { name: 'Show backups' }).click();
-    const row = page.locator(`#target-backup-table tr[data-backup-id="${id}"]`);
+    await page.getByText('No backups yet.').waitFor();
+    await place.getByRole('link', { name: 'Show backups on nas' }).click();
+    await page.getByRole('heading', { name: 'Backups on target nas' }).waitFor();
+    assert.equal(new URL(page.url()).search, '?target=nas', 'the target\'s list has its own address');
+    const row = page.locator(`#target-backup-list tr[data-backup-id="${id}"]`);
+    await row.getByRole('button', { name: 'Validate' }).click();
+    await page.locator('#status').getByText(new RegExp(`^Backup ${id} is valid`)).waitFor();
     await row.getByRole('button', { name: 'Restore from target…' }).click();
-    await page.locator('#restore-from', { hasText: 'from target nas' }).waitFor();
-    await page.getByLabel('Type the backup id to confirm').fill(id);
-    await page.getByRole('button', { name: 'Restore', exact: true }).click();
-    await page.getByText(new RegExp(`^Restored backup ${id}`)).waitFor();
+    const dialog = page.getByRole('dialog', { name: `Restore ${id} from target nas` });
+    await dialog.getByLabel('Type the backup id to confirm').fill(id);
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+    await page.locator('#status').getByText(new RegExp(`^Restored backup ${id}`)).waitFor();
     const customers = (await api(serve.url, 'GET', '/api/customers', { token: TOKEN })).body as Array<{ name: string }>;
     assert.deepEqual(customers.map((customer) => customer.name), []);
     // The backup came back into this host's backup directory on its way.

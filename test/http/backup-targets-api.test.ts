@@ -41,14 +41,25 @@ describe('off-site targets through the admin API', function () {
     // The log line is written after the answer, at the end of the daemon's event-loop turn.
     for (let i = 0; i < 50 && !/"level":"warn","msg":"backup\.encryption_key is not set/.test(serve!.stderr()); i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
     assert.match(serve!.stderr(), /"level":"warn","msg":"backup\.encryption_key is not set/);
+    // The daemon's copier may be at either target with the create's pending copies: 'busy'
+    // (CI, a loaded machine, for 'strict'); asked again, 'strict' refuses.
     const copy = await call('POST', `/api/backups/${made.body.id}/copy`, { to: ['strict', 'open'] });
     assert.equal(copy.status, 200, copy.text);
-    const results = Object.fromEntries(copy.body.copies.map((outcome: { target: string; result: string }) => [outcome.target, outcome.result]));
+    const resultsOf = (answer: typeof copy) => Object.fromEntries(answer.body.copies.map((outcome: { target: string; result: string }) => [outcome.target, outcome.result]));
+    let results = resultsOf(copy);
+    let refusal = copy;
+    for (let i = 0; i < 100 && results.strict === 'busy'; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const again = await call('POST', `/api/backups/${made.body.id}/copy`, { to: ['strict'] });
+      assert.equal(again.status, 200, again.text);
+      results = { ...results, strict: resultsOf(again).strict };
+      refusal = again;
+    }
     assert.equal(results.strict, 'refused-unencrypted');
     // The daemon's copier may have the backup's copy to 'open' under way from the create (its
     // answer said copies: pending): then the request is told 'busy', and the copier finishes it.
     assert.ok(['copied', 'present', 'busy'].includes(results.open), copy.text);
-    assert.equal(copy.body.failed, 1);
+    assert.equal(refusal.body.failed, 1, 'the refusal counts as the one failed copy');
     let listed = await call('GET', '/api/backups?target=open');
     await eventually(async () => (listed = await call('GET', '/api/backups?target=open')).body.backups.length > 0, 'the copy to open listed', 30_000);
     assert.deepEqual(listed.body.backups.map((backup: { id: string }) => backup.id), [made.body.id]);

@@ -44,6 +44,7 @@ describe('hostile values in request bodies', function () {
       body: { customer_id: customer.id, type: 'hybrid', valid_until: '2099-01-01', entitlements: [{ code: 'seats', usage_limit: 10 }] },
     })).body;
     const backup = (await api(serve.url, 'POST', '/api/backups', { token })).body;
+    const issued = (await api(serve.url, 'POST', '/api/tokens', { token, body: { name: 'hostile-target', scopes: ['read'] } })).body;
     const input = (name: string, other = 'INVALID_INPUT', string = other): Field => ({ name, other, string });
     routes.push(
       {
@@ -72,6 +73,8 @@ describe('hostile values in request bodies', function () {
         fields: [input('unexpected')],
       })),
       { path: `/api/backups/${backup.backup_id}/restore`, base: {}, fields: [input('confirm', 'RESTORE_NOT_CONFIRMED')] },
+      { path: '/api/tokens', base: { name: 'never-made', scopes: ['read'], expires_in: '30d' }, fields: [input('name'), input('scopes'), input('expires_in')] },
+      { path: `/api/tokens/${issued.id}/revoke`, base: {}, fields: [input('allow_self')] },
       {
         path: '/api/v1/validate',
         client: true,

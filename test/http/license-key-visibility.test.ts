@@ -22,6 +22,7 @@ forEachEngine('license keys by scope', (fixture) => {
   let customerId: string;
   let machineId: string;
   let deliveryId: string;
+  let bulkId: string;
   const token = async (name: string, scopes: string[]) =>
     ok(await runCli(['token', 'create', '--name', name, ...scopes.flatMap((scope) => ['--scope', scope]), '--json'], { env: { LICENSE_DATABASE_URL: databaseUrl } })).json().token as string;
 
@@ -54,6 +55,8 @@ forEachEngine('license keys by scope', (fixture) => {
     assert.equal(usage.status, 201, usage.text);
     machineId = (await call('GET', `/api/machines?license_id=${license.id}`)).body[0].id;
     deliveryId = (await call('GET', '/api/notifications/deliveries?event=license.checked_out')).body[0].id;
+    // A bulk job over the license that leaves it as it is: its record must not show the key either.
+    bulkId = (await call('POST', '/api/bulk', { target: 'licenses', action: 'reinstate', filter: { customer_id: customerId } })).body.id;
   });
   after(async () => {
     await serve?.stop();
@@ -68,7 +71,10 @@ forEachEngine('license keys by scope', (fixture) => {
         .replace('/api/customers/:id', `/api/customers/${customerId}`)
         .replace('/api/machines/:id', `/api/machines/${machineId}`)
         .replace('/api/notifications/deliveries/:id', `/api/notifications/deliveries/${deliveryId}`)
-        .replace(/\/api\/audit$/, '/api/audit?limit=1000'));
+        .replace('/api/bulk/:id', `/api/bulk/${bulkId}`)
+        .replace(/\/api\/audit$/, '/api/audit?limit=1000')
+        // The license's own key prefix, which finds it: the answer echoes the query.
+        .replace(/\/api\/search$/, `/api/search?q=${encodeURIComponent(license.key_prefix)}`));
   const keyForms = () => [license.key, license.key.replace(/-/g, '')];
 
   it('gives a read token the key prefix and never the key, on every route it may read', async () => {

@@ -137,7 +137,8 @@ forEachEngine('license lifecycle over HTTP', (fixture) => {
     const provisioner = await newToken(`provisioner-${fixture.engine}`, ['read', 'licenses']);
     const backups = await newToken(`backups-${fixture.engine}`, ['backups']);
     const restorer = await newToken(`restorer-${fixture.engine}`, ['restore']);
-    assert.deepEqual((await call('GET', '/api/whoami', undefined, reader)).body, { actor: `token:reader-${fixture.engine}`, scopes: ['read'] });
+    const whoami = (await call('GET', '/api/whoami', undefined, reader)).body;
+    assert.deepEqual([whoami.actor, whoami.scopes, whoami.routes.includes('GET /api/licenses'), whoami.routes.includes('POST /api/licenses')], [`token:reader-${fixture.engine}`, ['read'], true, false]);
     assert.equal((await call('GET', '/api/licenses', undefined, reader)).status, 200);
     const denied = await call('POST', '/api/customers', { name: 'Nope' }, reader);
     assert.equal(denied.status, 403);

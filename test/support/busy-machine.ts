@@ -1,4 +1,5 @@
 import { availableParallelism, loadavg } from 'node:os';
+import Mocha from 'mocha';
 
 /**
  * How much slower than an idle machine this one runs now: the load average over the last
@@ -62,3 +63,22 @@ export const mochaHooks = {
     if (this.currentTest) stretch(this.currentTest as unknown as Timed, busyFactor());
   },
 };
+
+/**
+ * A limit a test sets from inside its own body (`this.timeout(60_000)`) replaces the one the
+ * root hooks stretched, so it is stretched here too: CI once failed a 29 s test on its
+ * 60 s limit while two cores ran five suites at load 9.
+ */
+// Once per process: .mocharc.json loads this module and the tests import it, which can make
+// two instances of it (CI stretched a limit by the factor squared).
+const STRETCHED = Symbol.for('license-server:busy-machine:in-body-timeouts');
+const context = Mocha.Context.prototype as unknown as Record<symbol, boolean> & { timeout: (this: Mocha.Context, ms?: number | string) => unknown };
+if (!context[STRETCHED]) {
+  context[STRETCHED] = true;
+  const setTimeoutOf = context.timeout;
+  context.timeout = function (this: Mocha.Context, ...args: [(number | string)?]) {
+    const [ms] = args;
+    if (typeof ms === 'number' && ms > 0) return setTimeoutOf.call(this, scaledMs(ms));
+    return setTimeoutOf.apply(this, args);
+  };
+}

@@ -6,6 +6,8 @@ import { LicenseServerError } from '../../lib/errors.js';
 import type { RestoreReport } from '../../lib/backup/restore.js';
 import type { RestorePreview } from '../../lib/backup/restore-preview.js';
 import { anotherServerWarning, previewLines, reportLines, type OutputLine } from '../../cli/restore-output.js';
+import type { ResolvedConfig } from '../../lib/config/resolve.js';
+import type { ReplicaMoment } from '../../lib/replication/point-in-time.js';
 
 export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
   static override description = `Restore a backup: database, configuration and notification settings.
@@ -15,8 +17,9 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     '<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c',
     '<%= config.bin %> backup restore /mnt/usb/20261122T101500123Z-3f9a1c.backup.tar.gz.enc --yes',
     '<%= config.bin %> backup restore 20261122T101500123Z-3f9a1c --target offsite --yes',
+    '<%= config.bin %> backup restore --to-time 2026-11-29T14:03:00Z --target offsite --dry-run',
   ];
-  static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file (e.g. copied to a new host).', required: true }) };
+  static override args = { backup: Args.string({ description: 'Backup id, or the path of a backup file (e.g. copied to a new host). Not with --to-time.', required: false }) };
   static override flags = {
     yes: Flags.boolean({ description: 'Restore without asking. Never covers another server\'s signing keys and admin tokens: see --replace-keys.', default: false }),
     'replace-keys': Flags.boolean({
@@ -38,11 +41,35 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
       description: 'Restore into a PostgreSQL database that also holds tables that are not license-server\'s (they are left as they are).',
       default: false,
     }),
+    'to-time': Flags.string({
+      description: 'SQLite with backup.replication: restore the replica on --target as it was at this moment (RFC 3339, such as 2026-11-29T14:03:00Z): its newest snapshot before then, replayed to the last write before then, restored into a scratch directory (never backup.path) and then restored as any backup, with the same checks, pre-restore backup and confirmations. --dry-run says which snapshot and which moment the state is from.',
+    }),
   };
 
-  async run(): Promise<RestoreReport | RestorePreview> {
+  async run(): Promise<RestoreReport | RestorePreview | (RestoreReport & { replica: ReplicaMoment }) | (RestorePreview & { replica: ReplicaMoment })> {
     const config = await this.resolveConfig();
-    const where = { config, reference: this.args.backup, directory: this.flags.path, target: this.flags.target };
+    if (this.flags['to-time'] !== undefined) return this.restoreToTime(config, this.flags['to-time']);
+    if (this.args.backup === undefined) throw new LicenseServerError('USAGE', 'give the id or path of the backup to restore, or --to-time with --target to restore a replica');
+    return this.restoreArchive({ config, reference: this.args.backup, directory: this.flags.path, target: this.flags.target });
+  }
+
+  /** --to-time: the replica's state at that moment, packed as an archive in a scratch directory and restored as one. */
+  private async restoreToTime(config: ResolvedConfig, text: string) {
+    if (this.args.backup !== undefined) throw new LicenseServerError('USAGE', '--to-time restores a replica: give --target, not a backup');
+    if (this.flags.target === undefined) throw new LicenseServerError('USAGE', '--to-time needs --target, the replicated target to restore from');
+    const [{ parseTimestamp }, { replicaArchiveAt }] = await Promise.all([import('../../lib/validate.js'), import('../../lib/replication/point-in-time.js')]);
+    const toTime = parseTimestamp(text, '--to-time');
+    const replica = await replicaArchiveAt({ config, target: this.flags.target, toTime, toolVersion: this.config.version, context: this.operationContext(), environment: process.env });
+    try {
+      this.say(`replica on ${replica.moment.target} at ${replica.moment.to_time}: snapshot ${replica.moment.generation}/${replica.moment.snapshot.index} of ${replica.moment.snapshot.created_at}, replayed to the state of ${replica.moment.state_at} (it can restore to ${replica.moment.available.from} through ${replica.moment.available.to}); the configuration file is this host's`);
+      const result = await this.restoreArchive({ config, reference: replica.archive, directory: undefined, target: undefined });
+      return { ...result, replica: replica.moment };
+    } finally {
+      await replica.dispose();
+    }
+  }
+
+  private async restoreArchive(where: { config: ResolvedConfig; reference: string; directory: string | undefined; target: string | undefined }): Promise<RestoreReport | RestorePreview> {
     const interactive = Boolean(process.stderr.isTTY) && !this.jsonEnabled();
     const phases = { download: `Downloading from ${this.flags.target}`, validate: 'Validating the backup', convert: 'Converting it for this database engine', 'safety-backup': 'Backing up the current state', restore: 'Restoring' };
     if (this.flags['dry-run']) {
@@ -56,7 +83,7 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     let replaceKeys = this.flags['replace-keys'];
     if (!this.flags.yes) {
       const { describeRestore } = await import('../../lib/backup/restore-preview.js');
-      replaceKeys = await this.confirm(await describeRestore(where), replaceKeys);
+      replaceKeys = await this.confirm(await describeRestore(where), replaceKeys, where.reference);
     }
     const { restoreBackup } = await import('../../lib/backup/restore.js');
     // The restored store's rules send its backup.restored.
@@ -108,12 +135,13 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
    * keys and admin tokens are asked about on their own, unless --replace-keys said so already:
    * returns whether they may be replaced.
    */
-  private async confirm(preview: RestorePreview, replaceKeys: boolean): Promise<boolean> {
+  private async confirm(preview: RestorePreview, replaceKeys: boolean, reference: string): Promise<boolean> {
     const foreign = anotherServerWarning(preview);
     if (!process.stdin.isTTY || !process.stdout.isTTY || this.jsonEnabled()) {
       throw new LicenseServerError('RESTORE_NOT_CONFIRMED', `a restore replaces the current data; without a terminal to ask on, pass --yes${foreign ? `; ${foreign}, which needs --replace-keys too` : ''}`);
     }
-    const question = `Replace the current data with backup ${this.args.backup}? A pre-restore backup is taken first.${foreign ? ` Careful: ${foreign}.` : ''}`;
+    const what = this.flags['to-time'] === undefined ? `backup ${reference}` : `the replica on ${this.flags.target} as it was at ${this.flags['to-time']}`;
+    const question = `Replace the current data with ${what}? A pre-restore backup is taken first.${foreign ? ` Careful: ${foreign}.` : ''}`;
     const { default: inquirer } = await import('inquirer');
     const { proceed } = await inquirer.prompt([{ type: 'confirm', name: 'proceed', message: question, default: false }]);
     if (!proceed) throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the restore was not confirmed; nothing was changed');

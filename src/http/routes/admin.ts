@@ -8,10 +8,11 @@ import { getCustomerSummary, getLicenseView } from '../../lib/licensing/usage-vi
 import { asGrants } from './lifecycle.js';
 import { checkoutLicense } from '../../lib/offline/checkout.js';
 import { ensureSigningKey } from '../../lib/signing-keys/keys.js';
-import { parseTimestamp, parseUuid } from '../../lib/validate.js';
-import { asString, expectFields, expectQuery, pageReply, PAGING_QUERY, queryBoolean, queryPage } from '../fields.js';
-import type { License } from '../../lib/licensing/licenses.js';
+import { parseUuid } from '../../lib/validate.js';
+import { asString, expectFields, expectQuery, PAGING_QUERY, queryBoolean } from '../fields.js';
+import { listReply } from '../list-reply.js';
 import { licenseAsSeenBy } from '../license-visibility.js';
+import { AUDIT_FILTER_QUERY, LICENSE_FILTER_QUERY, parseAuditFilters, parseLicenseFilters } from '../list-filters.js';
 import { refusalOrError } from '../metrics.js';
 import type { Route } from '../router.js';
 
@@ -66,9 +67,9 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       path: '/api/customers',
       access: 'admin',
       scope: 'read',
-      handle: async ({ query }) => {
-        const q = expectQuery(query, ['active', ...PAGING_QUERY]);
-        return pageReply('/api/customers', query, await listCustomersPage(deps.db, { active: queryBoolean(q.active, 'active'), ...queryPage(q) }));
+      handle: async (request) => {
+        const q = expectQuery(request.query, ['active', ...PAGING_QUERY]);
+        return listReply(request, 'customers', '/api/customers', (page) => listCustomersPage(deps.db, { active: queryBoolean(q.active, 'active'), ...page }));
       },
     },
     {
@@ -112,9 +113,9 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       path: '/api/entitlements',
       access: 'admin',
       scope: 'read',
-      handle: async ({ query }) => {
-        const q = expectQuery(query, [...PAGING_QUERY]);
-        return pageReply('/api/entitlements', query, await listEntitlementsPage(deps.db, queryPage(q)));
+      handle: async (request) => {
+        expectQuery(request.query, [...PAGING_QUERY]);
+        return listReply(request, 'entitlements', '/api/entitlements', (page) => listEntitlementsPage(deps.db, page));
       },
     },
     {
@@ -132,15 +133,12 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       path: '/api/licenses',
       access: 'admin',
       scope: 'read',
-      handle: async ({ query, scopes }) => {
-        const q = expectQuery(query, ['customer_id', 'active', 'type', ...PAGING_QUERY]);
-        const page = await listLicensesPage(deps.db, {
-          customerId: q.customer_id,
-          active: queryBoolean(q.active, 'active'),
-          type: q.type,
-          ...queryPage(q),
-        });
-        return pageReply('/api/licenses', query, page, (licenses) => (licenses as License[]).map((license) => licenseAsSeenBy(license, scopes)));
+      handle: async (request) => {
+        const q = expectQuery(request.query, [...LICENSE_FILTER_QUERY, ...PAGING_QUERY]);
+        const filter = parseLicenseFilters(q);
+        // One moment for the whole answer: a CSV export of many pages counts seats and status at the same time.
+        const at = now();
+        return listReply(request, 'licenses', '/api/licenses', (page) => listLicensesPage(deps.db, { ...filter, ...page }, at), { row: (license) => licenseAsSeenBy(license, request.scopes) });
       },
     },
     {
@@ -193,17 +191,10 @@ export function adminRoutes(deps: RouteDependencies): Route[] {
       path: '/api/audit',
       access: 'admin',
       scope: 'read',
-      handle: async ({ query }) => {
-        const q = expectQuery(query, ['action', 'actor', 'entity_type', 'entity_id', 'since', 'until', ...PAGING_QUERY]);
-        return pageReply('/api/audit', query, await listAuditPage(deps.db, {
-          action: q.action,
-          actor: q.actor,
-          entityType: q.entity_type,
-          entityId: q.entity_id,
-          since: q.since === undefined ? undefined : parseTimestamp(q.since, 'since'),
-          until: q.until === undefined ? undefined : parseTimestamp(q.until, 'until'),
-          ...queryPage(q),
-        }));
+      handle: async (request) => {
+        const q = expectQuery(request.query, [...AUDIT_FILTER_QUERY, ...PAGING_QUERY]);
+        const filter = parseAuditFilters(q);
+        return listReply(request, 'audit', '/api/audit', (page) => listAuditPage(deps.db, { ...filter, ...page }));
       },
     },
   ];

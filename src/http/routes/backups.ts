@@ -4,7 +4,8 @@ import { appendAudit } from '../../lib/audit.js';
 import { LicenseServerError } from '../../lib/errors.js';
 import { BACKUP_ID } from '../../lib/backup/archive/manifest.js';
 import { backupView, pageBackups } from '../../lib/backup/view.js';
-import { expectFields, expectQuery, pageReply, PAGING_QUERY, queryPage } from '../fields.js';
+import { expectFields, expectQuery, PAGING_QUERY } from '../fields.js';
+import { listReply } from '../list-reply.js';
 import type { Route } from '../router.js';
 import type { BackupTarget } from '../../lib/backup/targets/target.js';
 
@@ -44,19 +45,20 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       path: '/api/backups',
       access: 'admin',
       scope: 'backups',
-      handle: async ({ query }) => {
-        const q = expectQuery(query, [...PAGING_QUERY, 'target']);
+      handle: async (request) => {
+        const q = expectQuery(request.query, [...PAGING_QUERY, 'target']);
+        // Listed whole (the directory or the target's index), then paged: in memory already.
         if (q.target !== undefined) {
           // What the target itself holds: no scheduler or local debris here.
           const { listTargetBackups } = await import('../../lib/backup/targets/copy.js');
-          const page = pageBackups(await withTarget(q.target, listTargetBackups), queryPage(q));
-          return pageReply('/api/backups', query, page, (backups) => ({ backups, target: q.target }));
+          const all = await withTarget(q.target, listTargetBackups);
+          return listReply(request, 'backups', '/api/backups', async (page) => pageBackups(all, page), { envelope: (backups) => ({ backups, target: q.target }) });
         }
         const [{ listBackups }, { findDebris }] = await Promise.all([import('../../lib/backup/repository.js'), import('../../lib/backup/locks/debris.js')]);
-        const page = pageBackups(await listBackups(directory()), queryPage(q));
+        const all = await listBackups(directory());
         const scheduler = deps.scheduler ? await deps.scheduler.status() : { enabled: false, schedule: deps.settings.backup.schedule, next_run: null, last_run: null };
         const warnings = await findDebris({ directory: directory(), databaseUrl: deps.settings.database.url });
-        return pageReply('/api/backups', query, page, (backups) => ({ backups, scheduler, warnings }));
+        return listReply(request, 'backups', '/api/backups', async (page) => pageBackups(all, page), { envelope: (backups) => ({ backups, scheduler, warnings }) });
       },
     },
     {
@@ -191,7 +193,7 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         const places = q.place === undefined ? undefined : [q.place];
         if (places && places[0] !== 'local') selectTargetSettings(places[0]!);
         const status = await backupStatus({ config: deps.state.config, db: deps.db, at: deps.clock ? deps.clock() : new Date(), ...(maxAgeMs === undefined ? {} : { maxAgeMs }), ...(places ? { places } : {}) });
-        return { json: { places: status, stale: status.some((place) => place.stale === true) } };
+        return { json: { places: status, stale: status.some((place) => place.stale === true), replication: deps.state.replicator?.status() ?? null } };
       },
     },
     {

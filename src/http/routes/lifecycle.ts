@@ -5,22 +5,16 @@ import type { EntitlementGrant } from '../../lib/licensing/licenses.js';
 import { deactivateMachine, getMachine, listMachinesPage, reactivateMachine, releaseLostFiles } from '../../lib/licensing/machines.js';
 import { listUsageRecordsPage } from '../../lib/licensing/usage-view.js';
 import { parseTimestamp, parseUuid } from '../../lib/validate.js';
-import { asString, expectFields, expectQuery, pageReply, PAGING_QUERY, queryBoolean, queryInteger, queryPage } from '../fields.js';
+import { asString, expectFields, expectQuery, PAGING_QUERY, queryBoolean, queryInteger } from '../fields.js';
+import { MACHINE_FILTER_QUERY, parseMachineFilters } from '../list-filters.js';
+import { listReply } from '../list-reply.js';
 import type { Route } from '../router.js';
 
-/** The admin API of the license lifecycle: changes, renewals, usage, machines, and who is asking. */
+/** The admin API of the license lifecycle: changes, renewals, usage and machines. */
 export function lifecycleRoutes(deps: RouteDependencies): Route[] {
   const { clock } = deps;
   const context = (actor: string) => ({ actor, clock });
   return [
-    {
-      method: 'GET',
-      path: '/api/whoami',
-      access: 'admin',
-      scope: 'any',
-      // The admin page asks this to hide what the signed-in token cannot do.
-      handle: async ({ actor, scopes }) => ({ json: { actor, scopes } }),
-    },
     {
       method: 'PATCH',
       path: '/api/licenses/:id',
@@ -64,12 +58,12 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       path: '/api/licenses/:id/usage',
       access: 'admin',
       scope: 'read',
-      handle: async ({ params, query }) => {
-        const q = expectQuery(query, ['since', ...PAGING_QUERY]);
-        const id = parseUuid(params.id!, 'license id');
-        return pageReply(`/api/licenses/${id}/usage`, query, await listUsageRecordsPage(deps.db, id, {
+      handle: async (request) => {
+        const q = expectQuery(request.query, ['since', ...PAGING_QUERY]);
+        const id = parseUuid(request.params.id!, 'license id');
+        return listReply(request, 'license-usage', `/api/licenses/${id}/usage`, (page) => listUsageRecordsPage(deps.db, id, {
           ...(q.since === undefined ? {} : { since: parseTimestamp(q.since, 'since') }),
-          ...queryPage(q),
+          ...page,
         }));
       },
     },
@@ -78,14 +72,11 @@ export function lifecycleRoutes(deps: RouteDependencies): Route[] {
       path: '/api/machines',
       access: 'admin',
       scope: 'read',
-      handle: async ({ query }) => {
-        const q = expectQuery(query, ['license_id', 'holding_seat', ...PAGING_QUERY]);
-        const holding = queryBoolean(q.holding_seat, 'holding_seat');
-        return pageReply('/api/machines', query, await listMachinesPage(deps.db, {
-          ...(q.license_id === undefined ? {} : { licenseId: q.license_id }),
-          ...(holding === undefined ? {} : { holdingSeat: holding }),
-          ...queryPage(q),
-        }, clock()));
+      handle: async (request) => {
+        const q = expectQuery(request.query, [...MACHINE_FILTER_QUERY, ...PAGING_QUERY]);
+        const filter = parseMachineFilters(q);
+        const at = clock();
+        return listReply(request, 'machines', '/api/machines', (page) => listMachinesPage(deps.db, { ...filter, ...page }, at));
       },
     },
     {

@@ -1,6 +1,7 @@
 import type { RouteDependencies } from '../route-dependencies.js';
 import { checkDeliveryStatus, listDeliveriesPage, redeliver, showDelivery } from '../../lib/notifications/deliveries.js';
-import { expectFields, expectQuery, pageReply, PAGING_QUERY, queryPage } from '../fields.js';
+import { expectFields, expectQuery, PAGING_QUERY, queryBoolean } from '../fields.js';
+import { listReply } from '../list-reply.js';
 import type { Route } from '../router.js';
 
 /**
@@ -16,10 +17,10 @@ export function notificationRoutes(deps: RouteDependencies): Route[] {
       path: '/api/notifications/deliveries',
       access: 'admin',
       scope: 'read',
-      handle: async ({ query }) => {
-        const q = expectQuery(query, ['status', 'event', ...PAGING_QUERY]);
-        const page = await listDeliveriesPage(deps.db, { status: checkDeliveryStatus(q.status), event: q.event, ...queryPage(q) });
-        return pageReply('/api/notifications/deliveries', query, page);
+      handle: async (request) => {
+        const q = expectQuery(request.query, ['status', 'event', 'retrying', ...PAGING_QUERY]);
+        const filter = { status: checkDeliveryStatus(q.status), event: q.event, retrying: queryBoolean(q.retrying, 'retrying') };
+        return listReply(request, 'notification-deliveries', '/api/notifications/deliveries', (page) => listDeliveriesPage(deps.db, { ...filter, ...page }));
       },
     },
     {

@@ -8,8 +8,9 @@ import { readConfigFile } from './file.js';
 import { describeFsError } from '../fs-errors.js';
 import type { SmtpSettings } from '../notifications/email.js';
 import { resolveSmtp } from './smtp.js';
-import { parseDuration } from '../duration.js';
+import { formatInterval, parseDuration, parseInterval } from '../duration.js';
 import { describeTarget, parseTargets, type TargetSettings } from '../backup/targets/settings.js';
+import { resolveReplication, type ReplicationSettings } from '../replication/settings.js';
 
 export interface Settings {
   readonly dataDir: string;
@@ -71,6 +72,8 @@ export interface Settings {
     readonly targets: readonly TargetSettings[];
     /** backup.max_age in ms: the daemon's backup.stale alert; undefined when unset. */
     readonly maxAgeMs: number | undefined;
+    /** Continuous replication by Litestream (replication/settings.ts); undefined when no target replicates. */
+    readonly replication: ReplicationSettings | undefined;
   };
 }
 
@@ -193,6 +196,16 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
       keepMonthly: get('backup.keep_monthly'),
       targets: get<readonly TargetSettings[] | undefined>('backup.targets') ?? [],
       maxAgeMs: get<string | undefined>('backup.max_age') === undefined ? undefined : parseDuration(get<string>('backup.max_age'), 'backup.max_age'),
+      replication: get<string | undefined>('backup.replication.targets') === undefined ? undefined : resolveReplication({
+        targetNames: get<string>('backup.replication.targets').split(','),
+        syncIntervalMs: parseInterval(get('backup.replication.sync_interval'))!,
+        snapshotIntervalMs: parseInterval(get('backup.replication.snapshot_interval'))!,
+        retentionMs: parseInterval(get('backup.replication.retention'))!,
+        litestream: get('backup.replication.litestream'),
+        targets: get<readonly TargetSettings[] | undefined>('backup.targets') ?? [],
+        databaseUrl: get('database.url'),
+        encrypted: get('backup.encryption_key') !== undefined,
+      }),
     },
   };
   if ((settings.server.tlsCert === undefined) !== (settings.server.tlsKey === undefined)) {
@@ -370,6 +383,21 @@ function convert(spec: SettingSpec, found: RawValue): SettingValue {
     }
     case 'target-list':
       return parseTargets(raw, source, found.baseDir);
+    case 'interval': {
+      const ms = typeof raw === 'string' ? parseInterval(raw) : undefined;
+      if (ms === undefined || ms < (spec.min ?? 0) || ms > (spec.max ?? Infinity)) {
+        return invalid(`a whole number with a unit ms, s, m or h, from ${formatInterval(spec.min ?? 0)} to ${formatInterval(spec.max ?? 0)}, such as 1s or 6h`);
+      }
+      return (raw as string).trim();
+    }
+    case 'name-list': {
+      const names = Array.isArray(raw) ? raw : typeof raw === 'string' ? raw.split(',').map((name) => name.trim()).filter((name) => name !== '') : undefined;
+      if (!names || names.length === 0 || !names.every((name) => typeof name === 'string' && /^[a-z0-9][a-z0-9_-]{0,31}$/.test(name))) {
+        return invalid('one or more target names, as a list or comma-separated');
+      }
+      if (new Set(names).size !== names.length) return invalid('distinct target names');
+      return names.join(',');
+    }
     case 'duration': {
       if (typeof raw !== 'string' || !/^\d{1,5}[hdwy]$/.test(raw.trim())) return invalid('a whole number with a unit h, d, w or y, such as 26h');
       return raw.trim();

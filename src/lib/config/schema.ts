@@ -3,7 +3,7 @@
  * command-line flag, its type and its default. docs/configuration.md mirrors this table and
  * test/lib/config/docs.test.ts keeps the two in step.
  */
-export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron' | 'choice' | 'day-list' | 'target-list' | 'duration';
+export type SettingType = 'string' | 'path' | 'database-url' | 'integer' | 'boolean' | 'backup-key' | 'cron' | 'choice' | 'day-list' | 'target-list' | 'duration' | 'interval' | 'name-list';
 
 export interface SettingSpec {
   readonly key: string;
@@ -412,6 +412,45 @@ export const SETTINGS: readonly SettingSpec[] = [
     env: 'LICENSE_BACKUP_TARGETS',
     type: 'target-list',
     description: 'Off-site targets every backup is copied to once verified: a list of file, s3 and sftp targets (in the environment, the same list as JSON). Credentials are named (*_env, *_file), never written here. A target\'s allow_unencrypted: true lets unencrypted backups be copied there and restored from there (refused otherwise, as anyone who can write to it could have put them there). See "Off-site targets".',
+  },
+  {
+    key: 'backup.replication.targets',
+    env: 'LICENSE_BACKUP_REPLICATION_TARGETS',
+    type: 'name-list',
+    description: 'SQLite: the backup.targets (file or s3) that serve replicates the database to continuously with Litestream, as a list or comma-separated. Unset: no replication. See docs/replication.md.',
+  },
+  {
+    key: 'backup.replication.sync_interval',
+    env: 'LICENSE_BACKUP_REPLICATION_SYNC_INTERVAL',
+    type: 'interval',
+    min: 100,
+    max: 3_600_000,
+    default: () => '1s',
+    description: 'How often Litestream ships new WAL pages to each replica (ms, s, m or h): at most this much of acknowledged writes, plus about a second, is lost with the host.',
+  },
+  {
+    key: 'backup.replication.snapshot_interval',
+    env: 'LICENSE_BACKUP_REPLICATION_SNAPSHOT_INTERVAL',
+    type: 'interval',
+    min: 60_000,
+    max: 8_760 * 3_600_000,
+    default: () => '6h',
+    description: 'How often Litestream writes a whole snapshot of the database to each replica: a restore replays the WAL written since the newest snapshot before its moment.',
+  },
+  {
+    key: 'backup.replication.retention',
+    env: 'LICENSE_BACKUP_REPLICATION_RETENTION',
+    type: 'interval',
+    min: 3_600_000,
+    max: 87_600 * 3_600_000,
+    default: () => '168h',
+    description: 'How far back a replica can restore to (snapshots and WAL older than this are deleted, keeping at least one snapshot).',
+  },
+  {
+    key: 'backup.replication.litestream',
+    env: 'LICENSE_LITESTREAM_BIN',
+    type: 'path',
+    description: 'The Litestream 0.3 binary serve runs. Unset: the one npm installed with this tool on Linux x64 (@flydotio/litestream-linux-x64); elsewhere, install Litestream 0.3 and name it here.',
   },
 ];
 

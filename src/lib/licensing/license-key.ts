@@ -8,6 +8,14 @@ const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const GROUPS = 7;
 const GROUP_LENGTH = 4;
 
+/** The key's symbols in ascending order (code point order, and any collation's for them). */
+export const LICENSE_KEY_ALPHABET = ALPHABET;
+export const LICENSE_KEY_GROUP_LENGTH = GROUP_LENGTH;
+/** Symbols in a whole key, dashes not counted. */
+export const LICENSE_KEY_SYMBOLS = GROUPS * GROUP_LENGTH;
+/** Symbols in licenseKeyPrefix: what a `read` token sees of a key. */
+export const LICENSE_KEY_PREFIX_SYMBOLS = 7;
+
 /** 28 symbols of 5 bits: 140 bits from the CSPRNG, shown as XXXX-XXXX-XXXX-XXXX-XXXX-XXXX-XXXX. */
 export function generateLicenseKey(): string {
   const bytes = randomBytes(GROUPS * GROUP_LENGTH);

@@ -8,7 +8,9 @@ import { licenseFields } from '../notifications/license-events.js';
 import { raiseEvent } from '../notifications/outbox.js';
 import { generateLicenseKey, licenseKeyPrefix, normalizeLicenseKey } from './license-key.js';
 import type { Keyset } from '../cursor.js';
-import { pageQuery, pageRows, unindexedBoolean, unindexedText, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { countRows, pageQuery, pageRows, type ListCount, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { licenseWhere as filterWhere, type LicenseConditions } from './license-filters.js';
+import { CUSTOMER_OF_LICENSE, licenseStatus, type LicenseStatus } from './license-status.js';
 import { isUniqueViolation } from '../storage/errors.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asBytesOrNull, asInt, asIntOrNull, asIso, asJson } from '../storage/values.js';
@@ -38,6 +40,8 @@ export interface License {
   readonly customer_active: boolean;
   readonly type: LicenseType;
   readonly active: boolean;
+  /** At the time of the request (license-status.ts): suspended, expired, pending, expiring or active. */
+  readonly status: LicenseStatus;
   readonly valid_from: string;
   readonly valid_until: string;
   readonly has_decryption_key: boolean;
@@ -108,10 +112,25 @@ function parseUsageLimit(value: string | number | null, code: string): number | 
   return number;
 }
 
-export async function createLicense(db: Database, input: NewLicense, context: OperationContext): Promise<License> {
+/** A new license's terms checked against each other and the clock, as a create stores them. */
+export interface PreparedLicense {
+  readonly type: LicenseType;
+  readonly customerId: string;
+  readonly validFrom: Date;
+  readonly validUntil: Date;
+  readonly grants: readonly EntitlementGrant[];
+  readonly maxMachines: number | null;
+  readonly floating: boolean;
+  readonly leaseHours: number;
+  readonly metadata: Record<string, string>;
+  readonly withDecryptionKey: boolean;
+  readonly binding: Binding;
+}
+
+/** Every check of a create that needs no database (the customer and entitlements are looked up by insertLicense). */
+export function prepareLicense(input: NewLicense, at: Date): PreparedLicense {
   const type = parseLicenseType(input.type);
   const customerId = parseUuid(input.customerId, 'customer id');
-  const at = now(context);
   const validFrom = truncateToSeconds(input.validFrom === undefined ? at : toDate(input.validFrom, 'valid_from', false));
   const validUntil = truncateToSeconds(toDate(input.validUntil, 'valid_until', true));
   if (validUntil.getTime() <= at.getTime()) {
@@ -135,66 +154,78 @@ export async function createLicense(db: Database, input: NewLicense, context: Op
   if (floating && maxMachines === null) {
     throw new LicenseServerError('INVALID_INPUT', 'a floating license needs --max-machines: its seats are what the machines share');
   }
-  const decryptionKey = input.withDecryptionKey ? randomBytes(32) : null;
   const binding = input.binding === undefined ? 'hardware-id' : parseBinding(input.binding);
+  return { type, customerId, validFrom, validUntil, grants, maxMachines, floating, leaseHours, metadata, withDecryptionKey: input.withDecryptionKey === true, binding };
+}
 
+export async function createLicense(db: Database, input: NewLicense, context: OperationContext): Promise<License> {
+  const prepared = prepareLicense(input, now(context));
   for (let attempt = 1; ; attempt += 1) {
-    const id = randomUUID();
-    const key = generateLicenseKey();
     try {
-      return await db.transaction(async (tx) => {
-        await getCustomer(tx, customerId);
-        const resolved = [];
-        for (const grant of grants) resolved.push({ entitlement: await getEntitlementByCode(tx, grant.code), usageLimit: grant.usageLimit });
-        const stamp = at.toISOString();
-        await tx.execute(
-          `INSERT INTO licenses (id, license_key, customer_id, type, active, valid_from, valid_until, decryption_key,
-             max_machines, floating, lease_hours, metadata, binding, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-          [id, key, customerId, type, true, validFrom.toISOString(), validUntil.toISOString(), decryptionKey,
-            maxMachines, floating, leaseHours, JSON.stringify(metadata), binding, stamp, stamp],
-        );
-        for (const { entitlement, usageLimit } of resolved) {
-          await tx.execute('INSERT INTO license_entitlements (license_id, entitlement_id, usage_limit) VALUES (?, ?, ?)', [
-            id, entitlement.id, usageLimit,
-          ]);
-        }
-        await recordAudit(tx, context, {
-          action: 'license.created',
-          entityType: 'license',
-          entityId: id,
-          details: {
-            key_prefix: licenseKeyPrefix(key),
-            customer_id: customerId,
-            type,
-            valid_from: validFrom.toISOString(),
-            valid_until: validUntil.toISOString(),
-            entitlements: grants.map((grant) => ({ code: grant.code, usage_limit: grant.usageLimit })),
-            has_decryption_key: decryptionKey !== null,
-            max_machines: maxMachines,
-            floating,
-            ...(floating ? { lease_hours: leaseHours } : {}),
-            ...(Object.keys(metadata).length ? { metadata } : {}),
-            ...(binding === 'hardware-id' ? {} : { binding }),
-          },
-        });
-        const license = await getLicense(tx, id);
-        await raiseEvent(tx, 'license.created', {
-          ...licenseFields(license),
-          type,
-          valid_from: license.valid_from,
-          max_machines: maxMachines,
-          entitlements: license.entitlements.map((entitlement) => ({ code: entitlement.code, usage_limit: entitlement.usage_limit })),
-          actor: context.actor,
-        }, context);
-        return license;
-      });
+      return await db.transaction((tx) => insertLicense(tx, prepared, context));
     } catch (error) {
       // A 140-bit key colliding is all but impossible; retrying costs nothing if it does.
       if (isUniqueViolation(error) && attempt < 3) continue;
       throw error;
     }
   }
+}
+
+/**
+ * The rows, audit entry and event of one create, inside the caller's transaction:
+ * createLicense's, or an import's, which creates every row of a file in one. The license
+ * gets a new id and key, and a new decryption key when it is to have one.
+ */
+export async function insertLicense(tx: Queryable, prepared: PreparedLicense, context: OperationContext): Promise<License> {
+  const { type, customerId, validFrom, validUntil, grants, maxMachines, floating, leaseHours, metadata, binding } = prepared;
+  const id = randomUUID();
+  const key = generateLicenseKey();
+  const decryptionKey = prepared.withDecryptionKey ? randomBytes(32) : null;
+  await getCustomer(tx, customerId);
+  const resolved = [];
+  for (const grant of grants) resolved.push({ entitlement: await getEntitlementByCode(tx, grant.code), usageLimit: grant.usageLimit });
+  const stamp = now(context).toISOString();
+  await tx.execute(
+    `INSERT INTO licenses (id, license_key, customer_id, type, active, valid_from, valid_until, decryption_key,
+       max_machines, floating, lease_hours, metadata, binding, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    [id, key, customerId, type, true, validFrom.toISOString(), validUntil.toISOString(), decryptionKey,
+      maxMachines, floating, leaseHours, JSON.stringify(metadata), binding, stamp, stamp],
+  );
+  for (const { entitlement, usageLimit } of resolved) {
+    await tx.execute('INSERT INTO license_entitlements (license_id, entitlement_id, usage_limit) VALUES (?, ?, ?)', [
+      id, entitlement.id, usageLimit,
+    ]);
+  }
+  await recordAudit(tx, context, {
+    action: 'license.created',
+    entityType: 'license',
+    entityId: id,
+    details: {
+      key_prefix: licenseKeyPrefix(key),
+      customer_id: customerId,
+      type,
+      valid_from: validFrom.toISOString(),
+      valid_until: validUntil.toISOString(),
+      entitlements: grants.map((grant) => ({ code: grant.code, usage_limit: grant.usageLimit })),
+      has_decryption_key: decryptionKey !== null,
+      max_machines: maxMachines,
+      floating,
+      ...(floating ? { lease_hours: leaseHours } : {}),
+      ...(Object.keys(metadata).length ? { metadata } : {}),
+      ...(binding === 'hardware-id' ? {} : { binding }),
+    },
+  });
+  const license = await getLicense(tx, id, { seatsAt: now(context) });
+  await raiseEvent(tx, 'license.created', {
+    ...licenseFields(license),
+    type,
+    valid_from: license.valid_from,
+    max_machines: maxMachines,
+    entitlements: license.entitlements.map((entitlement) => ({ code: entitlement.code, usage_limit: entitlement.usage_limit })),
+    actor: context.actor,
+  }, context);
+  return license;
 }
 
 /** Empty values mean "remove" in an update; a new license simply does not store them. */
@@ -215,16 +246,24 @@ const LICENSE_COLUMNS = `l.id, l.license_key, l.customer_id, c.name AS customer_
   l.max_machines, l.floating, l.lease_hours, l.metadata, l.binding, l.created_at, l.updated_at`;
 const LICENSE_FROM = 'FROM licenses l JOIN customers c ON c.id = l.customer_id';
 const SELECT = `SELECT ${LICENSE_COLUMNS} ${LICENSE_FROM}`;
+/**
+ * Lists and counts read licenses alone and look each listed license's customer up by its key:
+ * a join lets the planners start from the customers (SQLite after an ANALYZE scanned them all
+ * and sorted the licenses; PostgreSQL put a scan of customers inside a nested loop), and the
+ * filters need nothing of the customer but whether it is active (license-status.ts).
+ */
+const LIST_SELECT = `SELECT ${LICENSE_COLUMNS.replace('c.name AS customer_name, c.active AS customer_active', `${CUSTOMER_OF_LICENSE('name')} AS customer_name, ${CUSTOMER_OF_LICENSE('active')} AS customer_active`)} FROM licenses l`;
 
 /**
  * Finds a license by its id or by its key (typed loosely: case, spaces and look-alikes
  * forgiven), with the machines holding a seat at `seatsAt` (default: now) counted, unless
  * `seats: false`: a query the validation hot path does without.
  */
-export async function getLicense(db: Queryable, reference: string, options: { seatsAt?: Date; seats?: false } = {}): Promise<License> {
+export async function getLicense(db: Queryable, reference: string, options: { seatsAt?: Date; seats?: false; at?: Date } = {}): Promise<License> {
   const rows = await db.query(`${SELECT} WHERE ${licenseWhere(reference)}`, [licenseParam(reference)]);
   if (!rows[0]) throw licenseNotFound(reference);
-  const [license] = await withEntitlements(db, rows, options.seats === false ? undefined : (options.seatsAt ?? new Date()));
+  const at = options.at ?? options.seatsAt ?? new Date();
+  const [license] = await withEntitlements(db, rows, at, options.seats === false ? undefined : (options.seatsAt ?? at));
   return license!;
 }
 
@@ -235,11 +274,8 @@ export async function getLicenseDecryptionKey(db: Queryable, reference: string):
   return asBytesOrNull(rows[0].decryption_key);
 }
 
-export interface LicenseFilter extends Page {
-  readonly customerId?: string;
-  readonly active?: boolean;
-  readonly type?: string;
-}
+/** The filters of license-filters.ts and a page. */
+export interface LicenseFilter extends Page, LicenseConditions {}
 
 export const LICENSE_KEYSET: Keyset = {
   list: 'licenses',
@@ -248,35 +284,25 @@ export const LICENSE_KEYSET: Keyset = {
 
 /**
  * The SQL of one page of licenses, oldest first (so that pages stay stable while licenses
- * are added); exported so that test/lib/storage/list-plans.test.ts checks the plan of
- * exactly what runs. Each filter has an index that ends in the sort keys (migration 6).
+ * are added), with the filters of license-filters.ts evaluated at `at`; exported so that
+ * test/lib/storage/list-plans.test.ts checks the plan of exactly what runs. Each filter has
+ * an index that ends in the sort keys (migration 6), or picks out few enough rows to sort.
  */
-export function licenseListQuery(filter: LicenseFilter = {}): PageQuery {
-  const where: string[] = [];
-  const params: SqlValue[] = [];
-  const customerId = filter.customerId === undefined ? undefined : parseUuid(filter.customerId, 'customer id');
-  const type = filter.type === undefined ? undefined : parseLicenseType(filter.type);
-  if (customerId !== undefined) {
-    where.push('l.customer_id = ?');
-    params.push(customerId);
-  }
-  // A customer has a handful of licenses: read them by its index, the rest checked per row.
-  const byCustomer = customerId !== undefined;
-  if (filter.active !== undefined) {
-    where.push(`${byCustomer ? unindexedBoolean('l.active') : 'l.active'} = ?`);
-    params.push(filter.active);
-  }
-  if (type !== undefined) {
-    where.push(`${byCustomer ? unindexedText('l.type') : 'l.type'} = ?`);
-    params.push(type);
-  }
-  return pageQuery(SELECT, where, params, LICENSE_KEYSET, { customer_id: customerId, active: filter.active, type }, filter);
+export function licenseListQuery(filter: LicenseFilter = {}, at: Date = new Date()): PageQuery {
+  const { where, params, filters } = filterWhere(filter, at);
+  return pageQuery(LIST_SELECT, where, params, LICENSE_KEYSET, filters, filter);
 }
 
 export async function listLicensesPage(db: Queryable, filter: LicenseFilter = {}, seatsAt: Date = new Date()): Promise<ListPage<License>> {
-  const query = licenseListQuery(filter);
+  const query = licenseListQuery(filter, seatsAt);
   const page = pageRows(query, await db.query(query.sql, query.params));
-  return { items: await withEntitlements(db, page.rows, seatsAt), next_cursor: page.next_cursor };
+  return { items: await withEntitlements(db, page.rows, seatsAt, seatsAt), next_cursor: page.next_cursor };
+}
+
+/** How many licenses the filter selects at `at` (exact up to paging.ts COUNT_BOUND). */
+export async function countLicenses(db: Queryable, conditions: LicenseConditions = {}, at: Date = new Date(), bound?: number): Promise<ListCount> {
+  const { where, params } = filterWhere(conditions, at);
+  return countRows(db, 'FROM licenses l', where, params, bound);
 }
 
 /** One page of licenses, oldest first (see licenseListQuery). */
@@ -287,7 +313,7 @@ export async function listLicenses(db: Queryable, filter: LicenseFilter = {}, se
 /** Activates or deactivates; audited only when the state actually changes. */
 export async function setLicenseActive(db: Database, reference: string, active: boolean, context: OperationContext): Promise<License> {
   return db.transaction(async (tx) => {
-    const before = await getLicense(tx, reference);
+    const before = await getLicense(tx, reference, { seatsAt: now(context) });
     if (before.active === active) return before;
     await tx.execute('UPDATE licenses SET active = ?, updated_at = ? WHERE id = ?', [active, now(context).toISOString(), before.id]);
     await recordAudit(tx, context, {
@@ -295,7 +321,7 @@ export async function setLicenseActive(db: Database, reference: string, active: 
       entityType: 'license',
       entityId: before.id,
     });
-    const after = await getLicense(tx, before.id);
+    const after = await getLicense(tx, before.id, { seatsAt: now(context) });
     if (!active) await raiseEvent(tx, 'license.deactivated', { ...licenseFields(after), actor: context.actor }, context);
     return after;
   });
@@ -321,7 +347,7 @@ export async function getLicenseWithMachine(
   );
   const row = rows[0];
   if (!row) return undefined;
-  const [license] = await withEntitlements(db, [row]);
+  const [license] = await withEntitlements(db, [row], new Date());
   const machine = row.m_id === null || row.m_id === undefined
     ? undefined
     : { ...Object.fromEntries(MACHINE_COLUMNS.map((column) => [column, row[`m_${column}`]])), floating: row.floating };
@@ -362,7 +388,7 @@ function describeReference(reference: string): string {
 
 const IN_CHUNK = 500;
 
-async function withEntitlements(db: Queryable, rows: Row[], seatsAt?: Date): Promise<License[]> {
+async function withEntitlements(db: Queryable, rows: Row[], at: Date, seatsAt?: Date): Promise<License[]> {
   const byLicense = new Map<string, LicenseEntitlement[]>();
   const seats = new Map<string, number>();
   const ids = rows.map((row) => String(row.id));
@@ -393,6 +419,7 @@ async function withEntitlements(db: Queryable, rows: Row[], seatsAt?: Date): Pro
   }
   return rows.map((row) => {
     const key = String(row.license_key);
+    const [active, customerActive, validFrom, validUntil] = [asBool(row.active), asBool(row.customer_active), asIso(row.valid_from), asIso(row.valid_until)];
     const entitlements = (byLicense.get(String(row.id)) ?? []).sort((a, b) => (a.code < b.code ? -1 : a.code > b.code ? 1 : 0));
     return {
       id: String(row.id),
@@ -400,11 +427,12 @@ async function withEntitlements(db: Queryable, rows: Row[], seatsAt?: Date): Pro
       key_prefix: licenseKeyPrefix(key),
       customer_id: String(row.customer_id),
       customer_name: String(row.customer_name),
-      customer_active: asBool(row.customer_active),
+      customer_active: customerActive,
       type: String(row.type) as LicenseType,
-      active: asBool(row.active),
-      valid_from: asIso(row.valid_from),
-      valid_until: asIso(row.valid_until),
+      active,
+      status: licenseStatus({ active, customer_active: customerActive, valid_from: validFrom, valid_until: validUntil }, at),
+      valid_from: validFrom,
+      valid_until: validUntil,
       has_decryption_key: asBool(row.has_decryption_key),
       max_machines: asIntOrNull(row.max_machines),
       floating: asBool(row.floating),

@@ -3,8 +3,8 @@ import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
 import { LicenseServerError } from '../errors.js';
 import { raiseLicenseEvent } from '../notifications/license-events.js';
-import type { Keyset } from '../cursor.js';
-import { pageQuery, fetchPage, type ListPage, type Page, type PageQuery } from '../paging.js';
+import type { Keyset, ListFilters } from '../cursor.js';
+import { countRows, pageQuery, fetchPage, unindexedBoolean, unindexedText, type ListCount, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Database, Engine, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asBool, asIso, asIsoOrNull } from '../storage/values.js';
 import { describe, parseUuid } from '../validate.js';
@@ -354,11 +354,20 @@ export async function getMachine(db: Queryable, id: string, at: Date = new Date(
   return toMachine(await getMachineRow(db, parseUuid(id, 'machine id')), at);
 }
 
-export interface MachineFilter extends Page {
+/** What a list of machines can be narrowed to; the members combine with AND. */
+export interface MachineConditions {
   readonly licenseId?: string;
-  /** Only machines that hold a seat now. */
+  /** Only machines that hold (or do not hold) a seat now. */
   readonly holdingSeat?: boolean;
+  /** Deactivated by an operator (false) or not (true). */
+  readonly active?: boolean;
+  readonly hardwareId?: string;
+  /** On last_seen (written at most once a minute, BOOKKEEPING_RESOLUTION_MS): at or after / before. */
+  readonly lastSeenAfter?: Date;
+  readonly lastSeenBefore?: Date;
 }
+
+export interface MachineFilter extends Page, MachineConditions {}
 
 export const MACHINE_KEYSET: Keyset = {
   list: 'machines',
@@ -366,26 +375,64 @@ export const MACHINE_KEYSET: Keyset = {
 };
 
 /**
- * One page of machines, oldest first (by first seen), so that pages stay stable while
- * machines are added. Whether a machine holds a seat depends on the time and its license,
- * so that filter is checked on the rows the sort's index gives rather than by an index.
+ * The WHERE conditions over `machines m JOIN licenses l` at `at`, and what a cursor is bound
+ * to. Whether a machine holds a seat depends on the time and its license, so that filter is
+ * checked on the rows an index gives rather than by an index. A license's machines and a
+ * hardware ID's are few: read by their index (license_id; hardware_id, migration 16), the
+ * other filters checked per row.
  */
-export function machineListQuery(filter: MachineFilter = {}, at: Date = new Date()): PageQuery {
+export function machineWhere(conditions: MachineConditions, at: Date): { where: string[]; params: SqlValue[]; filters: ListFilters } {
   const where: string[] = [];
   const params: SqlValue[] = [];
-  const licenseId = filter.licenseId === undefined ? undefined : parseUuid(filter.licenseId, 'license id');
+  const licenseId = conditions.licenseId === undefined ? undefined : parseUuid(conditions.licenseId, 'license id');
+  const hardwareId = conditions.hardwareId === undefined ? undefined : parseHardwareIdFilter(conditions.hardwareId);
   if (licenseId !== undefined) {
     where.push('m.license_id = ?');
     params.push(licenseId);
   }
-  if (filter.holdingSeat !== undefined) {
+  if (hardwareId !== undefined) {
+    where.push(`${licenseId === undefined ? 'm.hardware_id' : unindexedText('m.hardware_id')} = ?`);
+    params.push(hardwareId);
+  }
+  if (conditions.active !== undefined) {
+    where.push(`${unindexedBoolean('m.active')} = ?`);
+    params.push(conditions.active);
+  }
+  if (conditions.holdingSeat !== undefined) {
     const holding = seatHeld(at);
     // A machine without a lease or offline file compares NULL there: NOT alone would drop it
     // from the machines that hold no seat.
-    where.push(filter.holdingSeat ? holding.sql : `NOT COALESCE(${holding.sql}, ?)`);
-    params.push(...holding.params, ...(filter.holdingSeat ? [] : [false]));
+    where.push(conditions.holdingSeat ? holding.sql : `NOT COALESCE(${holding.sql}, ?)`);
+    params.push(...holding.params, ...(conditions.holdingSeat ? [] : [false]));
   }
-  return pageQuery(`SELECT ${COLUMNS} ${FROM}`, where, params, MACHINE_KEYSET, { license_id: licenseId, holding_seat: filter.holdingSeat }, filter);
+  const after = conditions.lastSeenAfter?.toISOString();
+  const before = conditions.lastSeenBefore?.toISOString();
+  if (after !== undefined) where.push('m.last_seen >= ?'), params.push(after);
+  if (before !== undefined) where.push('m.last_seen < ?'), params.push(before);
+  return {
+    where,
+    params,
+    filters: { license_id: licenseId, holding_seat: conditions.holdingSeat, active: conditions.active, hardware_id: hardwareId, last_seen_after: after, last_seen_before: before },
+  };
+}
+
+/** One page of machines, oldest first (by first seen), so that pages stay stable while machines are added. */
+export function machineListQuery(filter: MachineFilter = {}, at: Date = new Date()): PageQuery {
+  const { where, params, filters } = machineWhere(filter, at);
+  return pageQuery(`SELECT ${COLUMNS} ${FROM}`, where, params, MACHINE_KEYSET, filters, filter);
+}
+
+/** How many machines the filter selects at `at` (exact up to paging.ts COUNT_BOUND). */
+export async function countMachines(db: Queryable, conditions: MachineConditions = {}, at: Date = new Date(), bound?: number): Promise<ListCount> {
+  const { where, params } = machineWhere(conditions, at);
+  return countRows(db, FROM, where, params, bound);
+}
+
+function parseHardwareIdFilter(value: string): string {
+  if (value.length === 0 || value.length > 200 || /[\u0000-\u001f\u007f]/.test(value)) {
+    throw new LicenseServerError('INVALID_INPUT', `hardware_id must be 1-200 characters without control characters, got ${describe(value.slice(0, 40))}`);
+  }
+  return value;
 }
 
 export async function listMachinesPage(db: Queryable, filter: MachineFilter = {}, at: Date = new Date()): Promise<ListPage<Machine>> {

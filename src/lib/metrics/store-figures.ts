@@ -1,3 +1,4 @@
+import { countAttentionLists, type AttentionListName } from '../attention-counts.js';
 import { TRIGGERS, type Trigger } from '../backup/archive/manifest.js';
 import { seatHeld } from '../licensing/machines.js';
 import { findSigningKey } from '../signing-keys/keys.js';
@@ -20,6 +21,12 @@ export interface StoreFigures {
   /** Per configured off-site target. */
   readonly copies: ReadonlyMap<string, CopyFigures>;
   readonly deliveries: { readonly pending: number; readonly delivered: number; readonly failed: number };
+  /**
+   * The counts of GET /api/attention (attention-counts.ts), by the same queries, exact
+   * whatever their size: licenses expiring, expired, at their machine limit, with high usage;
+   * deliveries failed and retrying.
+   */
+  readonly attention: Readonly<Record<AttentionListName, number>>;
   /** Undefined before the first key exists. */
   readonly signingKey: { readonly ageSeconds: number; readonly sealed: boolean } | undefined;
 }
@@ -44,6 +51,9 @@ export interface CopyFigures {
   readonly failed: number;
 }
 
+/** A bound no count reaches: the figures are exact, read in the background where time does not matter. */
+const EXACT = Number.MAX_SAFE_INTEGER - 1;
+
 /** "Near" the machine limit: 90 % of max_machines or more. */
 export const NEAR_LIMIT = 0.9;
 
@@ -59,9 +69,11 @@ export async function readStoreFigures(db: Database, options: { at: Date; target
   const backups = await backupFigures(db);
   const copies = await copyFigures(db, options.targets);
   const deliveries = await deliveryFigures(db);
+  const counted = await countAttentionLists(db, at, EXACT);
+  const attention = Object.fromEntries(Object.entries(counted).map(([name, count]) => [name, count.count])) as Record<AttentionListName, number>;
   const key = await findSigningKey(db);
   const signingKey = key && { ageSeconds: Math.max(0, (at.getTime() - Date.parse(key.created_at)) / 1000), sealed: key.sealed };
-  return { seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, signingKey };
+  return { seatsInUse, machines, licensesNearMachineLimit, backups, copies, deliveries, attention, signingKey };
 }
 
 /**
@@ -140,7 +152,7 @@ async function countNearLimit(db: Database, at: Date): Promise<number> {
  * `backup.created` for a good backup, `backup.failed` for a failed attempt, each with its
  * trigger in the details. The newest per trigger, by the index on (action, occurred_at, id).
  */
-async function backupFigures(db: Database): Promise<Record<Trigger, BackupFigures>> {
+export async function backupFigures(db: Database): Promise<Record<Trigger, BackupFigures>> {
   const trigger = db.engine === 'postgres' ? `details->>'trigger'` : `json_extract(details, '$.trigger')`;
   const newest = (action: string, value: Trigger) =>
     db.query(`SELECT entity_id, occurred_at, details FROM audit_log WHERE action = ? AND ${trigger} = ? ORDER BY occurred_at DESC, id DESC LIMIT 1`, [action, value]);
@@ -173,7 +185,7 @@ function startOfBackup(id: string): number | undefined {
   return Number.isNaN(time) ? undefined : time / 1000;
 }
 
-async function copyFigures(db: Queryable, targets: readonly string[]): Promise<Map<string, CopyFigures>> {
+export async function copyFigures(db: Queryable, targets: readonly string[]): Promise<Map<string, CopyFigures>> {
   const rows = await db.query(
     `SELECT target, status, count(*) AS n, max(copied_at) AS copied_at, max(last_attempt_at) AS attempted_at FROM backup_copies GROUP BY target, status`,
   );

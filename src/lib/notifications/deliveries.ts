@@ -1,8 +1,8 @@
 import { recordAudit } from '../audit.js';
 import { now, type OperationContext } from '../context.js';
-import type { Keyset } from '../cursor.js';
+import type { Keyset, ListFilters } from '../cursor.js';
 import { LicenseServerError } from '../errors.js';
-import { fetchPage, pageQuery, unindexedText, type ListPage, type Page, type PageQuery } from '../paging.js';
+import { countRows, fetchPage, pageQuery, unindexedText, type ListCount, type ListPage, type Page, type PageQuery } from '../paging.js';
 import type { Database, Queryable, Row, SqlValue } from '../storage/types.js';
 import { asInt, asIntOrNull, asIso, asIsoOrNull, asJson } from '../storage/values.js';
 import { describe, parseUuid } from '../validate.js';
@@ -40,10 +40,17 @@ export interface Delivery {
   readonly data: Record<string, unknown>;
 }
 
-export interface DeliveryFilter extends Page {
+export interface DeliveryConditions {
   readonly status?: DeliveryStatus;
   readonly event?: string;
+  /**
+   * true: pending deliveries that were tried and failed, waiting for their next attempt (a
+   * webhook retrying against a dead URL); false: the others. Given up ones are `failed`.
+   */
+  readonly retrying?: boolean;
 }
+
+export interface DeliveryFilter extends Page, DeliveryConditions {}
 
 /**
  * Newest first, by when the delivery was written: each filter has an index ending in
@@ -66,6 +73,17 @@ export function checkDeliveryStatus(value: string | undefined): DeliveryStatus |
 }
 
 export function deliveryListQuery(filter: DeliveryFilter = {}): PageQuery {
+  const { where, params, filters } = deliveryWhere(filter);
+  return pageQuery(`SELECT ${COLUMNS} FROM notification_deliveries`, where, params, DELIVERIES_KEYSET, filters, filter);
+}
+
+/** How many deliveries the filter selects (exact up to paging.ts COUNT_BOUND). */
+export async function countDeliveries(db: Queryable, conditions: DeliveryConditions = {}, bound?: number): Promise<ListCount> {
+  const { where, params } = deliveryWhere(conditions);
+  return countRows(db, 'FROM notification_deliveries', where, params, bound);
+}
+
+function deliveryWhere(filter: DeliveryConditions): { where: string[]; params: SqlValue[]; filters: ListFilters } {
   const status = checkDeliveryStatus(filter.status);
   const where: string[] = [];
   const params: SqlValue[] = [];
@@ -79,7 +97,15 @@ export function deliveryListQuery(filter: DeliveryFilter = {}): PageQuery {
     where.push(`${status === undefined ? 'event' : unindexedText('event')} = ?`);
     params.push(filter.event);
   }
-  return pageQuery(`SELECT ${COLUMNS} FROM notification_deliveries`, where, params, DELIVERIES_KEYSET, { status, event: filter.event }, filter);
+  // Retrying ones are pending: read by the status index, their attempts checked per row.
+  if (filter.retrying === true) {
+    where.push(`${status === undefined ? 'status' : unindexedText('status')} = ? AND attempts > ?`);
+    params.push('pending', 0);
+  } else if (filter.retrying === false) {
+    where.push("NOT (status = ? AND attempts > ?)");
+    params.push('pending', 0);
+  }
+  return { where, params, filters: { status, event: filter.event, retrying: filter.retrying } };
 }
 
 export async function listDeliveriesPage(db: Queryable, filter: DeliveryFilter = {}): Promise<ListPage<Delivery>> {

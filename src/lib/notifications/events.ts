@@ -11,6 +11,7 @@ export const EVENTS = [
   'backup.restored',
   'backup.copy_failed',
   'backup.stale',
+  'backup.replication_stalled',
   'license.checked_out',
   'license.created',
   'license.updated',

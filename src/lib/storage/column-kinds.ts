@@ -52,6 +52,11 @@ export const COLUMN_KINDS: Readonly<Record<string, Readonly<Record<string, Colum
   },
   signing_key_endorsements: { key_id: t, signer_key_id: t, signature: by, created_at: ts },
   activation_requests: { nonce: t, license_id: u, hardware_id: t, created_at: ts, used_at: ts, request_digest: t },
+  bulk_jobs: {
+    id: u, target: t, action: t, span: t, filters: j, state: t, total: i, bound: j, position: j, changed: i, unchanged: i,
+    failed: i, errors: j, error: t, resumed: i, created_by: t, created_at: ts, started_at: ts, finished_at: ts, claimed_by: t,
+    claimed_until: ts,
+  },
 };
 
 /** The kind of `table.column`, or undefined for a column this release does not know. */

@@ -1,4 +1,5 @@
 import { LicenseServerError } from '../errors.js';
+import { CREATE_TRIGRAM_EXTENSION, guardedTrigramIndex, TRIGRAM_INDEXES } from './trigram-indexes.js';
 import type { Database, Queryable } from './types.js';
 
 /**
@@ -412,6 +413,108 @@ const ACTIVATION_REQUEST_DIGESTS = [
   `ALTER TABLE activation_requests ADD COLUMN request_digest TEXT CHECK (request_digest IS NULL OR length(request_digest) = 43)`,
 ];
 
+/**
+ * The list filters of issue 36 (licensing/license-filters.ts, machines.ts machineWhere): a
+ * hardware ID's machines, read in the list's order; the licenses that start in the future
+ * (status `pending`), few; and the grants by how near their usage limit they are
+ * (used * 5.0 - usage_limit * 4.0 >= 0 is 80 % or more; numeric on PostgreSQL and real on
+ * SQLite, where bigint arithmetic would overflow near the columns' maximum and PostgreSQL then
+ * refuse the row, a restore's too), so that `usage=high` and its attention
+ * count read the few near their limit instead of every license's grants. An expression index
+ * rather than a partial one: PostgreSQL gathers statistics on its expression, without which
+ * it took half the grants for near their limit and walked every license in list order (0.3 s
+ * at 100k licenses). The expression is license-filters.ts USAGE_HIGH_SQL's, word for word,
+ * which SQLite needs to use it.
+ */
+const LIST_FILTER_INDEXES = [
+  `CREATE INDEX machines_hardware_first_seen ON machines (hardware_id, first_seen, id)`,
+  `CREATE INDEX licenses_valid_from ON licenses (valid_from, id)`,
+  `CREATE INDEX license_entitlements_usage_share ON license_entitlements ((used * 5.0 - usage_limit * 4.0), license_id)`,
+];
+
+/**
+ * One search box (issue 36, search/search.ts): every kind of match is answered from an index.
+ * A key prefix is a range of the unique index on license_key; a hardware ID prefix a range
+ * of machines (hardware_id); a short query (under 3 characters) a range of lower(name) or
+ * lower(email). PostgreSQL compares these ranges under "C" (byte order, as the search
+ * computes their ends), whatever the database's collation. A customer's name or email by
+ * substring: on SQLite an FTS5 table of trigrams (`customer_search`, kept by triggers, found
+ * by customer id through its own trigram index, never by rowid: VACUUM may renumber the
+ * customers' rowids); on PostgreSQL pg_trgm's GIN indexes where the extension can be had
+ * (trigram-indexes.ts). The FTS table is derived data: it is in a SQLite backup's file, a
+ * dump leaves it out, and a SQLite store built from a dump fills it through the triggers.
+ */
+const SEARCH_INDEXES = {
+  sqlite: [
+    `CREATE INDEX machines_hardware_id ON machines (hardware_id)`,
+    `CREATE INDEX machines_name_folded ON machines (lower(name))`,
+    `CREATE INDEX customers_name_folded ON customers (lower(name))`,
+    `CREATE INDEX customers_email_folded ON customers (lower(email))`,
+    `CREATE VIRTUAL TABLE customer_search USING fts5(customer_id, name, email, tokenize = 'trigram')`,
+    `INSERT INTO customer_search (customer_id, name, email) SELECT id, name, coalesce(email, '') FROM customers`,
+    `CREATE TRIGGER customer_search_insert AFTER INSERT ON customers BEGIN
+       INSERT INTO customer_search (customer_id, name, email) VALUES (new.id, new.name, coalesce(new.email, ''));
+     END`,
+    // LIKE on an FTS5 trigram column is answered from its index; a UUID holds no wildcard.
+    `CREATE TRIGGER customer_search_update AFTER UPDATE OF id, name, email ON customers BEGIN
+       DELETE FROM customer_search WHERE customer_id LIKE old.id;
+       INSERT INTO customer_search (customer_id, name, email) VALUES (new.id, new.name, coalesce(new.email, ''));
+     END`,
+    `CREATE TRIGGER customer_search_delete AFTER DELETE ON customers BEGIN
+       DELETE FROM customer_search WHERE customer_id LIKE old.id;
+     END`,
+  ],
+  postgres: [
+    `CREATE INDEX machines_hardware_id ON machines (hardware_id COLLATE "C")`,
+    `CREATE INDEX machines_name_folded ON machines (lower(name) COLLATE "C")`,
+    `CREATE INDEX customers_name_folded ON customers (lower(name) COLLATE "C")`,
+    `CREATE INDEX customers_email_folded ON customers (lower(email) COLLATE "C")`,
+    CREATE_TRIGRAM_EXTENSION,
+    ...TRIGRAM_INDEXES.map(guardedTrigramIndex),
+  ],
+};
+
+/** Tables a migration makes that are derived from others: not dumped, not in TABLES (SQLite's FTS5 table and its shadow tables). */
+export const DERIVED_TABLES: readonly string[] = ['customer_search'];
+
+/**
+ * Bulk jobs (bulk/jobs.ts): one action over the rows of a list filter, run by a daemon in
+ * batches. `position` is the list's keyset position of the last row done, written in the same
+ * transaction as that batch's changes, so a job resumed after a crash starts exactly after
+ * what committed; `bound` is the position of the last row the filter selected when the job
+ * was made, past which it never goes. The unique index admits one queued or running job per
+ * database, whichever daemon made it: a second is refused (BULK_JOB_RUNNING).
+ */
+function bulkJobs(t: (typeof T)['sqlite']): string[] {
+  return [
+    `CREATE TABLE bulk_jobs (
+      id ${t.id} PRIMARY KEY,
+      target TEXT NOT NULL CHECK (target IN ('licenses', 'machines')),
+      action TEXT NOT NULL,
+      span TEXT,
+      filters ${t.json} NOT NULL,
+      state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'done', 'failed', 'cancelled')),
+      total ${t.int} NOT NULL,
+      bound ${t.json},
+      position ${t.json},
+      changed ${t.int} NOT NULL DEFAULT 0,
+      unchanged ${t.int} NOT NULL DEFAULT 0,
+      failed ${t.int} NOT NULL DEFAULT 0,
+      errors ${t.json} NOT NULL,
+      error TEXT,
+      resumed ${t.int} NOT NULL DEFAULT 0,
+      created_by TEXT NOT NULL,
+      created_at ${t.ts} NOT NULL,
+      started_at ${t.ts},
+      finished_at ${t.ts},
+      claimed_by TEXT,
+      claimed_until ${t.ts}
+    )`,
+    `CREATE UNIQUE INDEX bulk_jobs_one_at_a_time ON bulk_jobs ((state IN ('queued', 'running'))) WHERE state IN ('queued', 'running')`,
+    `CREATE INDEX bulk_jobs_created ON bulk_jobs (created_at, id)`,
+  ];
+}
+
 export const MIGRATIONS: readonly Migration[] = [
   { version: 1, name: 'initial schema', sqlite: initialSchema(T.sqlite), postgres: initialSchema(T.postgres) },
   { version: 2, name: 'usage records', sqlite: usageRecords(T.sqlite), postgres: usageRecords(T.postgres) },
@@ -427,6 +530,9 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 12, name: 'license binding', sqlite: LICENSE_BINDING, postgres: LICENSE_BINDING },
   { version: 13, name: 'machine keys', sqlite: MACHINE_KEYS, postgres: MACHINE_KEYS },
   { version: 14, name: 'activation request digests', sqlite: ACTIVATION_REQUEST_DIGESTS, postgres: ACTIVATION_REQUEST_DIGESTS },
+  { version: 15, name: 'search indexes', ...SEARCH_INDEXES },
+  { version: 16, name: 'list filters', sqlite: LIST_FILTER_INDEXES, postgres: LIST_FILTER_INDEXES },
+  { version: 17, name: 'bulk jobs', sqlite: bulkJobs(T.sqlite), postgres: bulkJobs(T.postgres) },
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
@@ -456,6 +562,7 @@ export const TABLES: ReadonlyArray<{ readonly name: string; readonly since: numb
   { name: 'backup_copies', since: 9 },
   { name: 'signing_key_endorsements', since: 10 },
   { name: 'activation_requests', since: 11 },
+  { name: 'bulk_jobs', since: 17 },
 ];
 
 // Arbitrary but fixed: every license-server process takes this advisory lock to migrate.

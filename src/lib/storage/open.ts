@@ -28,6 +28,12 @@ export interface OpenOptions {
   readonly origin?: string;
   /** SQLite: the daemon's connection, which gets a bigger page cache (sqlite.ts, useServingCache). */
   readonly serving?: boolean;
+  /**
+   * SQLite: Litestream replicates the file and owns its checkpoints, so this connection makes
+   * none (wal_autocheckpoint = 0). A checkpoint of ours while Litestream is down would move
+   * WAL frames into the file before it copied them (Litestream #752).
+   */
+  readonly checkpointsByLitestream?: boolean;
   /** Setting signing.key_encryption_key: opens sealed signing keys (signing-keys/protection.ts). */
   readonly keyEncryptionKey?: Uint8Array;
   /** Told of what storage does that the daemon counts (observer.ts). */
@@ -49,7 +55,7 @@ export async function openDatabase(url: string, options: OpenOptions = {}): Prom
     // A file that another user's directory hides is not missing: say whose it is.
     if (!create && !existsSync(url)) throw storeAccessDenied(url, { create: false, what: 'the SQLite database' }) ?? notFound(`no license-server database exists at ${url}`, options.origin);
     const { SqliteDatabase } = await import('./sqlite.js');
-    db = SqliteDatabase.open(url, { create, serving: options.serving === true, observer: options.observer });
+    db = SqliteDatabase.open(url, { create, serving: options.serving === true, checkpointsByLitestream: options.checkpointsByLitestream === true, observer: options.observer });
   }
   try {
     if (!create && !(await hasSchema(db))) {

@@ -42,7 +42,7 @@ export class SqliteDatabase implements Database {
    * Opens the database file, creating it 0600 in a 0700 directory when missing, unless
    * `create` is false: then a missing file is an error and nothing is created.
    */
-  static open(file: string, options: { create?: boolean; serving?: boolean; observer?: StorageObserver } = {}): SqliteDatabase {
+  static open(file: string, options: { create?: boolean; serving?: boolean; checkpointsByLitestream?: boolean; observer?: StorageObserver } = {}): SqliteDatabase {
     const key = path.resolve(file);
     let connection = connections.get(key);
     if (!connection) {
@@ -51,6 +51,7 @@ export class SqliteDatabase implements Database {
       connections.set(key, connection);
     }
     if (options.serving) useServingCache(connection.db);
+    if (options.checkpointsByLitestream) connection.db.pragma('wal_autocheckpoint = 0');
     connection.handles += 1;
     return new SqliteDatabase(connection, options.observer);
   }

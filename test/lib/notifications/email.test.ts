@@ -5,6 +5,7 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EmailSendError, oneLineSubject, sendEmail, type EmailMessage } from '../../../src/lib/notifications/email.js';
+import { busyFactor } from '../../support/busy-machine.js';
 import { startBlackHole } from '../../support/black-hole.js';
 import { startScriptedSmtp, type SmtpScript } from '../../support/scripted-smtp.js';
 import { startSmtpServer, type SmtpTestServer } from '../../support/smtp-server.js';
@@ -266,7 +267,8 @@ describe('email failures: permanent only for a 5xx reply (a scripted relay on lo
       const relay = await startScriptedSmtp(() => script);
       try {
         const password = 'relay-Pa55word-never-shown';
-        const settings = relay.settings({ connectTimeoutSeconds: 1, ...(auth ? { user: 'mailer', password } : {}), ...(tls ? { tls } : {}) });
+        // 1 s on an idle machine; longer on a busy one, where a handshake on loopback took longer (CI).
+        const settings = relay.settings({ connectTimeoutSeconds: Math.min(8, Math.ceil(busyFactor())), ...(auth ? { user: 'mailer', password } : {}), ...(tls ? { tls } : {}) });
         const error = await sendError(sendEmail(settings, message()));
         assert.equal(error.permanent, permanent, `${error.message} (${JSON.stringify(error)})`);
         assert.equal(error.responseCode, code, error.message);

@@ -13,6 +13,7 @@ import { readNotificationSettings, redactSettings, replaceNotificationSettings, 
 import { LicenseServerError } from '../../../src/lib/errors.js';
 import { openDatabase } from '../../../src/lib/storage/open.js';
 import type { Database } from '../../../src/lib/storage/types.js';
+import { scaledMs } from '../../support/busy-machine.js';
 import { testDeliverer } from '../../support/outbox-rows.js';
 import { startReceiver, type Received } from '../../support/receiver.js';
 
@@ -45,7 +46,9 @@ describe('notifications', () => {
       allowLinkLocal: () => options.allowLinkLocal ?? false,
       log: (entry) => logs.push(entry),
       clock: () => new Date(at),
-      webhookTimeoutMs: options.timeoutMs ?? 500,
+      // A receiver on loopback answers at once; on a loaded machine (CI, Node 22) 500 ms was
+      // not enough for the first attempt, and the count of attempts came out 2.
+      webhookTimeoutMs: options.timeoutMs ?? scaledMs(2000),
       ...(options.lookup ? { lookup: options.lookup } : {}),
     });
     const last = new Map<string, DeliveryOutcome>();

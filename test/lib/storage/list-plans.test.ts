@@ -28,9 +28,23 @@ interface ListCase<F> {
    * license's) neither scans nor sorts, yet costs as much as a scan.
    */
   readonly selective?: Readonly<Record<string, string>>;
+  /**
+   * Filters that pick out a few rows by a range of another index than the list's order (a
+   * status window on valid_until), by that index's name: their plans must read it, and may
+   * then sort the few rows it gave ('': the index is not checked).
+   */
+  readonly sortsFew?: Readonly<Record<string, string>>;
+  /**
+   * Filters that select few rows by a rule no index can hold (it depends on the time and on
+   * other tables), and may read the table to find them: a planner that expects few rows reads
+   * it whole, one that expects many walks the list's index. The reason is said here.
+   */
+  readonly scans?: Readonly<Record<string, string>>;
 }
 
 const at = new Date('2025-06-01T00:00:00.000Z');
+/** While fillStore's licenses run (2025-01-01 to late April), so that status filters select some. */
+const licensesAt = new Date('2025-02-01T00:00:00.000Z');
 
 const cases = [
   {
@@ -45,15 +59,50 @@ const cases = [
       'customer and type': { customerId: store.customerIds[3], type: 'hybrid' },
       'customer, inactive and type': { customerId: store.customerIds[3], active: false, type: 'time_based' },
       'active and type': { active: false, type: 'usage_based' },
+      // The list filters of issue 36 (license-filters.ts).
+      'expiring (7 days)': { status: 'expiring' },
+      'expiring within 30 days': { status: 'expiring', withinMs: 30 * 86_400_000 },
+      'expired within 7 days': { status: 'expired', withinMs: 7 * 86_400_000 },
+      'status active': { status: 'active' },
+      'status expired': { status: 'expired' },
+      'status suspended': { status: 'suspended' },
+      'status pending': { status: 'pending' },
+      'status active and type': { status: 'active', type: 'hybrid', active: true },
+      'seats full': { seats: 'full' },
+      'seats full and active': { seats: 'full', active: true },
+      'usage high': { usage: 'high' },
+      'usage high and active': { usage: 'high', active: true },
+      entitlement: { entitlement: 'export' },
+      'created range': { createdAfter: new Date(store.startedAt + 1_000), createdBefore: new Date(store.startedAt + 20_000) },
+      'validated after': { validatedAfter: new Date(store.startedAt + 40_000) },
+      'validated before': { validatedBefore: new Date(store.startedAt + 40_000) },
+      'customer and status': { customerId: store.customerIds[3], status: 'expired' },
     }),
+    sortsFew: {
+      'expiring (7 days)': 'licenses_valid_until',
+      'expiring within 30 days': 'licenses_valid_until',
+      'expired within 7 days': 'licenses_valid_until',
+      // Few start in the future: licenses_valid_from, or (SQLite without statistics) the created index in order.
+      'status pending': '',
+      // fillStore grants no entitlements: PostgreSQL reads the empty table rather than its index.
+      'usage high': '',
+      'usage high and active': '',
+    },
+    scans: {
+      'seats full': 'seats held depend on the time and on leases',
+      'seats full and active': 'seats held depend on the time and on leases',
+      'validated before': 'an index on machines.last_seen would cost every validation\'s bookkeeping write',
+      'validated after': 'an index on machines.last_seen would cost every validation\'s bookkeeping write',
+    },
     selective: {
       customer: 'licenses_customer_created',
       'customer and active': 'licenses_customer_created',
       'customer and type': 'licenses_customer_created',
       'customer, inactive and type': 'licenses_customer_created',
+      'customer and status': 'licenses_customer_created',
     },
-    query: (filter) => licenseListQuery(filter),
-    page: (db, filter) => listLicensesPage(db, filter, at),
+    query: (filter) => licenseListQuery(filter, licensesAt),
+    page: (db, filter) => listLicensesPage(db, filter, licensesAt),
   } satisfies ListCase<LicenseFilter>,
   {
     name: 'customers',
@@ -69,7 +118,17 @@ const cases = [
       'holding a seat': { holdingSeat: true },
       'not holding a seat': { holdingSeat: false },
       'license and holding a seat': { licenseId: store.licenseIds[5], holdingSeat: true },
+      'hardware id': { hardwareId: 'hw-17' },
+      'hardware id and license': { hardwareId: 'hw-17', licenseId: store.licenseIds[17] },
+      deactivated: { active: false },
+      'last seen before': { lastSeenBefore: new Date(store.startedAt + 30_000) },
+      'last seen after': { lastSeenAfter: new Date(store.startedAt + 30_000) },
     }),
+    selective: { 'hardware id': 'machines_hardware_first_seen', license: 'machines_license_first_seen', 'hardware id and license': 'machines_license_first_seen' },
+    scans: {
+      'last seen before': 'an index on machines.last_seen would cost every validation\'s bookkeeping write',
+      'last seen after': 'an index on machines.last_seen would cost every validation\'s bookkeeping write',
+    },
     query: (filter) => machineListQuery(filter, at),
     page: (db, filter) => listMachinesPage(db, filter, at),
   } satisfies ListCase<MachineFilter>,
@@ -123,6 +182,7 @@ const cases = [
       pending: { status: 'pending' },
       event: { event: 'backup.succeeded' },
       'failed and event': { status: 'failed', event: 'backup.succeeded' },
+      retrying: { retrying: true },
     }),
     query: (filter) => deliveryListQuery(filter),
     page: (db, filter) => listDeliveriesPage(db, filter),
@@ -156,7 +216,9 @@ forEachEngine('list query plans', (fixture) => {
             if (first.next_cursor !== null) pages.push([`${name}, after a cursor`, list.query({ ...filter, cursor: first.next_cursor }, store)]);
             for (const [label, query] of pages) {
               const plan = await explain(db, query.sql, query.params);
-              const problems = planProblems(fixture.engine, plan);
+              const ranged = list.sortsFew?.[name];
+              const problems = list.scans?.[name] !== undefined ? [] : planProblems(fixture.engine, plan).filter((line) => ranged === undefined || !/TEMP B-TREE|Sort/.test(line));
+              if (ranged && !plan.some((line) => line.includes(ranged))) problems.push(`reads another index than ${ranged}`);
               const index = list.selective?.[name];
               if (index !== undefined && !plan.some((line) => line.includes(index))) problems.push(`reads another index than ${index}`);
               if (problems.length > 0) failures.push(`${label}: ${problems.join('; ')}\n    plan: ${plan.join(' | ')}`);

@@ -25,7 +25,7 @@ describe('SQLite reads on a reader thread', () => {
       'big', 9007199254740991, new Uint8Array([7]), false,
     ]);
     // A first read starts the thread: on a loaded machine that alone can take longer than 0.3 s.
-    reads = db.withOffloadedReads({ timeoutMs: scaledMs(300) });
+    reads = db.withOffloadedReads({ timeoutMs: scaledMs(1000) });
   });
   afterEach(async () => {
     await reads?.close();
@@ -60,10 +60,20 @@ describe('SQLite reads on a reader thread', () => {
   });
 
   it('stops a read that runs past its timeout with 503, and reads on afterwards', async () => {
+    // The thread started first: on a loaded machine its start alone outlasted the timeout
+    // (CI, Node 22: the queued count below was the one stopped).
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await reads.query('SELECT 1');
+        break;
+      } catch (error) {
+        if (attempt === 3 || !isUnavailable(error)) throw error;
+      }
+    }
     const started = Date.now();
     const queued = reads.query('SELECT count(*) AS n FROM t');
     await assert.rejects(reads.query(SLOW), (error) => isUnavailable(error) && /admin_statement_timeout/.test((error as Error).message));
-    assert.ok(Date.now() - started < scaledMs(3000), `took ${Date.now() - started} ms`);
+    assert.ok(Date.now() - started < scaledMs(4000), `took ${Date.now() - started} ms`);
     assert.deepEqual(await queued, [{ n: 2 }]);
     assert.deepEqual(await reads.query('SELECT count(*) AS n FROM t'), [{ n: 2 }]);
   });

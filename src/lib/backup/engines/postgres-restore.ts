@@ -5,6 +5,7 @@ import { LicenseServerError } from '../../errors.js';
 import { TABLES } from '../../storage/migrations.js';
 import { inTurn, newPostgresClient } from '../../storage/postgres-connection.js';
 import { toNumberedPlaceholders } from '../../storage/placeholders.js';
+import { CREATE_TRIGRAM_EXTENSION } from '../../storage/trigram-indexes.js';
 import type { Queryable, Row, SqlValue } from '../../storage/types.js';
 import { loadDump } from './postgres-load.js';
 import { CARRIED_TABLES, type CarryTables, type RevocationCarry } from '../revocations.js';
@@ -106,6 +107,9 @@ export async function openPostgresRestore(url: string, carry: RevocationCarry, k
     // search_path points; our tables are in the schema it pointed to before.
     // Quoted by PostgreSQL itself: any schema name, reserved words included.
     home = (await client.query<{ schema: string }>('SELECT pg_catalog.quote_ident(current_schema()) AS schema')).rows[0]!.schema;
+    // The dump's own attempt would put pg_trgm in the schema it loads into, which is dropped
+    // at the end: made here first, it lands beside our tables, where migrations put it.
+    await client.query(CREATE_TRIGRAM_EXTENSION);
     await client.query(`CREATE SCHEMA ${staging}`).catch((error: unknown) => {
       if ((error as { code?: string }).code !== '42501') throw error;
       throw new LicenseServerError('DATABASE_UNAVAILABLE', 'the restore may not create a schema in this database (it loads the backup into one beside the tables it replaces); nothing was changed', {

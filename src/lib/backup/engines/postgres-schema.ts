@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { CREATE_TRIGRAM_EXTENSION, guardedTrigramIndex, usesTrigrams } from '../../storage/trigram-indexes.js';
 
 /**
  * The schema of the dumped tables, read from the catalog inside the dump's snapshot and
@@ -65,7 +66,13 @@ export async function readDumpSchema(client: pg.Client, tables: readonly string[
       // pg_get_indexdef always qualifies the table; the rest of the dump does not.
       const unqualified = index.definition.replace(` ON ${index.qualified} USING `, ` ON ${relation} USING `);
       if (unqualified === index.definition) throw new Error(`unexpected index definition: ${index.definition}`);
-      indexes.push(`${unqualified};`);
+      // pg_trgm may be missing where the dump loads (a scratch database, another server):
+      // the search's trigram indexes are then left out rather than failing the load.
+      if (!usesTrigrams(unqualified)) indexes.push(`${unqualified};`);
+      else {
+        if (!indexes.includes(`${CREATE_TRIGRAM_EXTENSION};`)) indexes.push(`${CREATE_TRIGRAM_EXTENSION};`);
+        indexes.push(`${guardedTrigramIndex(unqualified)};`);
+      }
     }
     for (const column of columns.filter((row) => row.sequence !== null)) {
       const state = (await client.query<{ last_value: string; is_called: boolean }>(`SELECT last_value::text, is_called FROM ${column.sequence!}`)).rows[0]!;
