@@ -34,6 +34,30 @@ On first start it creates the signing key and, when no admin token exists, a boo
     });
   }
 
+  /** Restore drills on backup.drill.schedule: recorded beside the backups, a failure raised as backup.drill_failed (drill.ts). */
+  private async drills(state: ServingStateType, log: (entry: Record<string, unknown>) => void) {
+    const { DrillSchedule } = await import('../lib/backup/drill-schedule.js');
+    return new DrillSchedule({
+      expression: state.config.settings.backup.drill.schedule,
+      clock: { now: () => new Date(), setTimeout: (callback, ms) => setTimeout(callback, ms), clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout) },
+      log,
+      run: async () => {
+        const { runDrill } = await import('../lib/backup/drill.js');
+        try {
+          const record = await runDrill({ config: state.config, live: state.db, trigger: 'scheduled', context: { actor: 'scheduler' }, environment: process.env });
+          log({
+            level: record.ok ? 'info' : 'error',
+            msg: record.ok ? 'restore drill passed' : 'restore drill failed',
+            parts: record.parts.map((part) => ({ source: part.source, name: part.name, ok: part.ok, seconds: part.seconds, ...(part.error ? { error: part.error.message } : {}) })),
+          });
+        } catch (error) {
+          if (!(error instanceof LicenseServerError && error.code === 'BACKUP_NOT_FOUND')) throw error;
+          log({ level: 'info', msg: 'restore drill skipped', reason: error.message });
+        }
+      },
+    });
+  }
+
   async run(): Promise<void> {
     const config = await this.resolveConfig();
     const { settings } = config;
@@ -142,6 +166,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       state.copier = copier;
       state.replicator = replicator;
       const scheduler = settings.backup.enabled ? await this.scheduler(state, log) : undefined;
+      const drills = settings.backup.drill.enabled ? await this.drills(state, log) : undefined;
       // Bulk jobs (POST /api/bulk): on every daemon; each job is claimed by one of them, and
       // one stopped mid-job is resumed by the next to look.
       const [{ BulkRunner }, { bulkSelection }] = await Promise.all([import('../lib/bulk/runner.js'), import('../http/bulk-selection.js')]);
@@ -171,13 +196,14 @@ On first start it creates the signing key and, when no admin token exists, a boo
           log({ time: new Date().toISOString(), level: 'info', msg: 'shutting down', signal });
           process.once(signal, () => process.exit(1));
           scheduler?.stop();
+          drills?.stop();
           licenseClock.stop();
           // Its batch under way commits, and the job goes back to the queue, before the database closes.
           const bulkStopped = bulk.stop(5000);
           void copier?.stop(3000);
           stopWaking();
           void metricsListener?.close();
-          void server.shutdown().then(() => scheduler?.idle()).then(() => licenseClock.idle()).then(() => deliverer.stop(3000)).then(() => bulkStopped).then(() => replicator?.stop()).then(() => resolve());
+          void server.shutdown().then(() => scheduler?.idle()).then(() => drills?.idle()).then(() => licenseClock.idle()).then(() => deliverer.stop(3000)).then(() => bulkStopped).then(() => replicator?.stop()).then(() => resolve());
         };
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
@@ -196,6 +222,7 @@ On first start it creates the signing key and, when no admin token exists, a boo
       void licenseClock.start();
       copier?.start();
       replicator?.start();
+      drills?.start();
       bulk.start();
       await stopped;
       // A delivery attempt still waiting for its receiver must not hold the process past its shutdown.

@@ -67,14 +67,15 @@ export function size(bytes: number): string {
   return `${value.toFixed(unit === 0 ? 0 : 1)} ${units[unit]}`;
 }
 
-/** 26h 5m, 3d 2h: to compare with a maximum age at a glance. */
+/** 26h 5m, 3d 2h, 4m 10s, 6s: to compare with a maximum age at a glance. */
 export function age(seconds: number): string {
   const days = Math.floor(seconds / 86400);
   const hours = Math.floor((seconds % 86400) / 3600);
   const minutes = Math.floor((seconds % 3600) / 60);
   if (days > 0) return `${days}d ${hours}h`;
   if (hours > 0) return `${hours}h ${minutes}m`;
-  return `${minutes}m ${Math.floor(seconds % 60)}s`;
+  if (minutes > 0) return `${minutes}m ${Math.floor(seconds % 60)}s`;
+  return `${Math.floor(seconds)}s`;
 }
 
 /**

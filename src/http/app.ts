@@ -13,6 +13,7 @@ import { AdminGate } from './admin-gate.js';
 import { jsonInSlices } from './json-in-slices.js';
 import { Router, type Reply, type Route } from './router.js';
 import type { ServingState } from './serving-state.js';
+import { longestGapSeconds } from '../lib/backup/drill-schedule.js';
 import { adminRoutes } from './routes/admin.js';
 import { importRoutes } from './routes/imports.js';
 import { lifecycleRoutes } from './routes/lifecycle.js';
@@ -75,6 +76,8 @@ export function createApp(deps: AppDependencies): App {
       return ms === undefined ? undefined : ms / 1000;
     },
     replication: () => state.replicator?.status(),
+    drills: async () => (await import('../lib/backup/drill-history.js')).readDrillHistory(state.config.settings.backup.path),
+    drillIntervalSeconds: () => (state.config.settings.backup.drill.enabled ? longestGapSeconds(state.config.settings.backup.drill.schedule) : undefined),
     readFailed: (error) =>
       deps.log({ time: new Date().toISOString(), level: 'warn', msg: 'the store\'s figures for /metrics could not be read; they keep the last good read', error: error instanceof Error ? error.message.slice(0, 200) : String(error) }),
   });

@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ReplicationStatus } from '../lib/replication/replicator.js';
+import type { DrillRecord } from '../lib/backup/drill.js';
 import { TRIGGERS } from '../lib/backup/archive/manifest.js';
 import { isLicenseServerError, LicenseServerError } from '../lib/errors.js';
 import { StoreFiguresCache, STALE_AFTER_INTERVALS } from '../lib/metrics/store-figures-cache.js';
@@ -78,8 +79,40 @@ export interface StoreSource {
   backupMaxAgeSeconds(): number | undefined;
   /** Continuous replication's state (replication/replicator.ts), or undefined when none runs. */
   replication?(): ReplicationStatus | undefined;
+  /** The restore drills recorded beside the backups (backup/drill-history.ts), newest first. */
+  drills?(): Promise<readonly DrillRecord[]>;
+  /** The longest gap between two slots of backup.drill.schedule, in seconds; undefined when serve runs no drills. */
+  drillIntervalSeconds?(): number | undefined;
   /** A background read failed (the figures keep the last good read's values). */
   readFailed?(error: unknown): void;
+}
+
+/**
+ * A gauge without labels that can be absent, as the HELP of those below says: prom-client's
+ * always has a value, 0 until set, and a 0 reads as a value to an alert rule (a max age of 0
+ * makes every backup stale; a replication_up of 0 says Litestream is down where none runs).
+ * Absent until set() after each reset().
+ */
+class OptionalGauge<L extends string = string> extends Gauge<L> {
+  private present = false;
+
+  override set(value: number): void;
+  override set(labels: Partial<Record<L, string | number>>, value: number): void;
+  override set(first: number | Partial<Record<L, string | number>>, second?: number): void {
+    this.present = true;
+    if (typeof first === 'number') super.set(first);
+    else super.set(first, second!);
+  }
+
+  override reset(): void {
+    this.present = false;
+    super.reset();
+  }
+
+  override async get(): Promise<Awaited<ReturnType<Gauge<L>['get']>>> {
+    const metric = await super.get();
+    return this.present ? metric : { ...metric, values: [] };
+  }
 }
 
 export class DaemonMetrics implements RequestMetrics {
@@ -178,7 +211,7 @@ export class DaemonMetrics implements RequestMetrics {
     });
 
     const source = () => this.source;
-    new Gauge({
+    new OptionalGauge({
       name: 'license_server_backup_max_age_seconds',
       help: 'backup.max_age of this process\'s configuration, in seconds: the age past which LicenseServerBackupStale (prometheus-alerts.yml) fires. Absent when backup.max_age is unset.',
       registers,
@@ -190,13 +223,60 @@ export class DaemonMetrics implements RequestMetrics {
     });
 
     this.replicationGauges(registers);
+    this.drillGauges(registers);
     this.storeGauges(registers);
+  }
+
+  /** Read from the drill history at each scrape (a small file); absent until a drill is recorded. */
+  private drillGauges(registers: Registry[]): void {
+    const drills = async () => (await this.source?.drills?.().catch(() => undefined)) ?? [];
+    new OptionalGauge({
+      name: 'license_server_restore_drill_last_success_timestamp_seconds',
+      help: 'When the newest restore drill that passed (`backup drill`, or serve on backup.drill.schedule) finished, in Unix seconds. Absent until one has passed.',
+      registers,
+      async collect() {
+        this.reset();
+        const passed = (await drills()).find((drill) => drill.ok);
+        if (passed) this.set(Date.parse(passed.finished_at) / 1000);
+      },
+    });
+    const source = () => this.source;
+    new OptionalGauge({
+      name: 'license_server_restore_drill_interval_seconds',
+      help: 'The longest gap between two of serve\'s scheduled restore drills (backup.drill.schedule), in seconds: LicenseServerRestoreDrillOverdue (prometheus-alerts.yml) fires when the last success is older than twice this. Absent when backup.drill.enabled is off.',
+      registers,
+      collect() {
+        this.reset();
+        const seconds = source()?.drillIntervalSeconds?.();
+        if (seconds !== undefined) this.set(seconds);
+      },
+    });
+    new OptionalGauge({
+      name: 'license_server_restore_drill_last_run_timestamp_seconds',
+      help: 'When the newest restore drill finished, passed or not, in Unix seconds. Absent until one has run.',
+      registers,
+      async collect() {
+        this.reset();
+        const [newest] = await drills();
+        if (newest) this.set(Date.parse(newest.finished_at) / 1000);
+      },
+    });
+    new OptionalGauge({
+      name: 'license_server_restore_drill_last_ok',
+      help: 'Whether the newest restore drill passed: 1, or 0 when a part of it failed (its backup.drill_failed event and `backup drill` say which check). Absent until one has run.',
+      registers,
+      async collect() {
+        this.reset();
+        const [newest] = await drills();
+        if (newest) this.set(newest.ok ? 1 : 0);
+      },
+    });
   }
 
   /** Read from the replicator at each scrape; absent when serve replicates nothing. */
   private replicationGauges(registers: Registry[]): void {
     const status = () => this.source?.replication?.();
-    new Gauge({
+    new OptionalGauge({
       name: 'license_server_replication_up',
       help: 'Whether Litestream, which serve runs to replicate the SQLite database (backup.replication), is running: 1, or 0 while serve restarts it or a restore has paused it.',
       registers,
@@ -319,7 +399,8 @@ export class DaemonMetrics implements RequestMetrics {
       labelNames: readonly L[],
       fill: (gauge: Gauge<L>, value: StoreFigures) => void,
     ) =>
-      new Gauge<L>({
+      // Unlabelled: absent until the first read that sets it; labelled series come and go with reset().
+      new (labelNames.length === 0 ? OptionalGauge<L> : Gauge<L>)({
         name: `license_server_store_${name}`,
         help: `${help}${SHARED}`,
         labelNames,
@@ -340,7 +421,7 @@ export class DaemonMetrics implements RequestMetrics {
         this.set(cache()?.fresh() ? 1 : 0);
       },
     });
-    new Gauge({
+    new OptionalGauge({
       name: 'license_server_store_figures_age_seconds',
       help: 'Seconds since this process started the read that the license_server_store_* gauges show (at most one refresh interval plus the read, when all is well). Absent before the first good read.',
       registers,
@@ -350,7 +431,7 @@ export class DaemonMetrics implements RequestMetrics {
         if (age !== undefined) this.set(age);
       },
     });
-    new Gauge({
+    new OptionalGauge({
       name: 'license_server_store_read_duration_seconds',
       help: 'How long this process\'s newest good read of the store\'s figures took (reading them counts the whole machines table). Absent before the first good read.',
       registers,

@@ -25,6 +25,7 @@ export const EXIT = {
   notDelivered: 15,
   copyFailed: 16,
   stale: 17,
+  drillFailed: 18,
 } as const;
 
 interface ErrorSpec {
@@ -295,6 +296,11 @@ export const ERROR_TABLE = {
     exit: EXIT.notFound,
     http: 404,
     hint: 'The message gives the moments the replica can restore to; retention is backup.replication.retention.',
+  },
+  RESTORE_DRILL_FAILED: {
+    exit: EXIT.drillFailed,
+    http: 500,
+    hint: 'The message names the check that failed and the backup or replica it failed on; `license-server backup drill --json` lists every check. docs/replication.md, "Restore drills".',
   },
   REPLICATION_UNAVAILABLE: {
     exit: EXIT.unavailable,

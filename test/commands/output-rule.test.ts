@@ -144,6 +144,7 @@ describe('output for scripts: one rule over every command (README.md)', function
     'backup copy': { argv: () => ['backup', 'copy', at.backup, '--to', 'nas'], piped: 'text', serial: true },
     'backup create': { argv: () => ['backup', 'create'], piped: 'text', records: one, serial: true },
     'backup decrypt': { argv: (run) => ['backup', 'decrypt', at.backupFile, '--out', file(`plain-${run}.tar.gz`)], piped: 'text' },
+    'backup drill': { argv: () => ['backup', 'drill'], piped: 'text', serial: true },
     'backup list': { argv: () => ['backup', 'list'], piped: 'text', records: each },
     'backup prune': { argv: () => ['backup', 'prune', '--dry-run'], piped: 'text' },
     'backup restore': { argv: () => ['backup', 'restore', at.backup, '--yes'], piped: 'text', serial: true },

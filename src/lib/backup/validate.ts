@@ -43,6 +43,11 @@ export async function validateBackup(options: {
   onProgress?: Progress;
   /** database.url: with it, dead validates' and restores' leftovers there are cleared too. */
   databaseUrl?: string;
+  /**
+   * Further checks of the backup's database as a SQLite file (the extracted snapshot, or the
+   * dump's conversion), made before the working files are removed: a restore drill's.
+   */
+  inspect?: (sqliteFile: string) => Promise<readonly ValidationCheck[]>;
 }): Promise<BackupValidation> {
   // No lock: a validate reads, and may run beside a create. It clears only what dead
   // processes left (named by their owner) and a finished prune's archives; adopting an
@@ -69,6 +74,7 @@ export async function validateBackup(options: {
         throw new LicenseServerError('BACKUP_CORRUPT', `backup is damaged: the database has schema ${version}, the manifest says ${manifest.schema_version}`);
       }
       checks.push({ check: 'database', detail: `SQLite integrity_check ok, schema ${version}` });
+      if (options.inspect) checks.push(...(await options.inspect(database)));
     } else {
       const dump = archive.files.get('database/postgres.sql')!;
       if (options.scratchDatabaseUrl) {
@@ -84,6 +90,7 @@ export async function validateBackup(options: {
         await checkSqlite(scratch, 'integrity_check');
         const total = Object.values(rows).reduce((sum, n) => sum + n, 0);
         checks.push({ check: 'database', detail: `converted into a scratch SQLite database (${total} rows), integrity_check ok, removed again` });
+        if (options.inspect) checks.push(...(await options.inspect(scratch)));
       }
     }
     return {

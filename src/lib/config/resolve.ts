@@ -74,6 +74,8 @@ export interface Settings {
     readonly maxAgeMs: number | undefined;
     /** Continuous replication by Litestream (replication/settings.ts); undefined when no target replicates. */
     readonly replication: ReplicationSettings | undefined;
+    /** serve's restore drills (backup/drill.ts); the schedule is a cron expression. */
+    readonly drill: { readonly enabled: boolean; readonly schedule: string };
   };
 }
 
@@ -206,6 +208,7 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
         databaseUrl: get('database.url'),
         encrypted: get('backup.encryption_key') !== undefined,
       }),
+      drill: { enabled: get('backup.drill.enabled'), schedule: get('backup.drill.schedule') },
     },
   };
   if ((settings.server.tlsCert === undefined) !== (settings.server.tlsKey === undefined)) {
@@ -214,6 +217,8 @@ export async function resolveConfig(inputs: ConfigInputs): Promise<ResolvedConfi
   }
   const schedule = values.get('backup.schedule')!;
   if (schedule.source !== 'default') await checkCronExpression(String(schedule.value), `backup.schedule (from ${schedule.source})`);
+  const drillSchedule = values.get('backup.drill.schedule')!;
+  if (drillSchedule.source !== 'default') await checkCronExpression(String(drillSchedule.value), `backup.drill.schedule (from ${drillSchedule.source})`);
   return { settings, entries: [...values.values()], configFile, env };
 }
 

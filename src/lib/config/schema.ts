@@ -452,6 +452,20 @@ export const SETTINGS: readonly SettingSpec[] = [
     type: 'path',
     description: 'The Litestream 0.3 binary serve runs. Unset: the one npm installed with this tool on Linux x64 (@flydotio/litestream-linux-x64); elsewhere, install Litestream 0.3 and name it here.',
   },
+  {
+    key: 'backup.drill.enabled',
+    env: 'LICENSE_BACKUP_DRILL_ENABLED',
+    type: 'boolean',
+    default: () => true,
+    description: 'serve: run restore drills (`backup drill`) on backup.drill.schedule, when there is something to drill (a backup in backup.path, backup.enabled, or backup.replication).',
+  },
+  {
+    key: 'backup.drill.schedule',
+    env: 'LICENSE_BACKUP_DRILL_SCHEDULE',
+    type: 'cron',
+    default: () => '30 3 * * *',
+    description: 'When serve runs its restore drills: a cron expression in local time (default daily at 03:30, after the default backup at 02:00).',
+  },
 ];
 
 export const ADMIN_TOKEN_MIN_LENGTH = 24;

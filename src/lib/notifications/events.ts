@@ -12,6 +12,7 @@ export const EVENTS = [
   'backup.copy_failed',
   'backup.stale',
   'backup.replication_stalled',
+  'backup.drill_failed',
   'license.checked_out',
   'license.created',
   'license.updated',

@@ -48,6 +48,31 @@ export interface ReplicaArchiveOptions {
  * swap, and the same refusal of another server's keys without their confirmation.
  */
 export async function replicaArchiveAt(options: ReplicaArchiveOptions): Promise<ReplicaArchive> {
+  const restored = await restoreReplica(options);
+  try {
+    const archive = await packAsArchive(restored.file, path.join(restored.scratch, 'backups'), options);
+    return { moment: restored.moment, archive, dispose: restored.dispose };
+  } catch (error) {
+    await restored.dispose();
+    throw error;
+  }
+}
+
+export interface RestoredReplica {
+  readonly moment: ReplicaMoment;
+  /** The restored SQLite file, in `scratch`. */
+  readonly file: string;
+  /** A private scratch directory (0700) that holds the file. */
+  readonly scratch: string;
+  /** Removes the scratch directory and everything in it. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * Restores the replica on `target` into a private scratch directory with Litestream's own
+ * `restore`: as it was at `toTime`, or without it as it is now (its newest WAL segment).
+ */
+export async function restoreReplica(options: Omit<ReplicaArchiveOptions, 'toTime' | 'toolVersion' | 'context'> & { readonly toTime?: Date }): Promise<RestoredReplica> {
   const { config } = options;
   const replication = config.settings.backup.replication;
   const target = replication?.targets.find((candidate) => candidate.name === options.target);
@@ -69,11 +94,11 @@ export async function replicaArchiveAt(options: ReplicaArchiveOptions): Promise<
     const configFile = path.join(scratch, 'litestream.yml');
     await writeFile(configFile, written.yaml, { mode: 0o600 });
     const litestream = (args: string[]) => runLitestream(binary, [...args.slice(0, 1), '-config', configFile, ...args.slice(1)], written.env);
-    const moment = chooseMoment(target.name, options.toTime, await litestream(['snapshots', databasePath]), await litestream(['wal', databasePath]));
-    const restored = path.join(scratch, 'restored.db');
-    await litestream(['restore', '-timestamp', options.toTime.toISOString(), '-o', restored, databasePath]);
-    const archive = await packAsArchive(restored, path.join(scratch, 'backups'), options);
-    return { moment, archive, dispose };
+    // Listed before the restore, which may reach a segment or two newer than they name.
+    const moment = chooseMoment(target.name, options.toTime ?? new Date(), await litestream(['snapshots', databasePath]), await litestream(['wal', databasePath]));
+    const file = path.join(scratch, 'restored.db');
+    await litestream(['restore', ...(options.toTime ? ['-timestamp', options.toTime.toISOString()] : []), '-o', file, databasePath]);
+    return { moment, file, scratch, dispose };
   } catch (error) {
     await dispose();
     throw error;

@@ -49,7 +49,7 @@ describe('configuration', () => {
     assert.equal(settings.grace.hours, 72);
     assert.equal(settings.adminToken, undefined);
     assert.deepEqual(settings.backup, {
-      enabled: false, schedule: '0 2 * * *', path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30, keepDaily: 7, keepWeekly: 4, keepMonthly: 6, targets: [], maxAgeMs: undefined, replication: undefined,
+      enabled: false, schedule: '0 2 * * *', path: path.join(dir, 'data', 'backups'), encryptionKey: undefined, retentionDays: 30, keepDaily: 7, keepWeekly: 4, keepMonthly: 6, targets: [], maxAgeMs: undefined, replication: undefined, drill: { enabled: true, schedule: '30 3 * * *' },
     });
   });
 

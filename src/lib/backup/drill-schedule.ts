@@ -1,0 +1,73 @@
+import { CronExpressionParser } from 'cron-parser';
+import { setTimerUntil, type LongTimer, type TimerClock } from '../long-timer.js';
+
+export interface DrillScheduleOptions {
+  readonly expression: string;
+  readonly clock: TimerClock;
+  /** Runs one drill; what it finds is recorded and raised there (drill.ts), not here. */
+  readonly run: () => Promise<unknown>;
+  readonly log?: (entry: Record<string, unknown>) => void;
+}
+
+/**
+ * The daemon's restore drills on a cron schedule (local time). Unlike scheduled backups,
+ * slots are not claimed in the database: a drill checks this host's backups and replicas, so
+ * each daemon drills its own. A slot missed while the daemon was down is not caught up: the
+ * alert on the last success's age says that drills stopped.
+ */
+export class DrillSchedule {
+  private timer: LongTimer | undefined;
+  private running: Promise<void> | undefined;
+  private next: Date | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: DrillScheduleOptions) {}
+
+  start(): void {
+    this.schedule();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.timer?.cancel();
+    this.timer = undefined;
+  }
+
+  /** Waits for a drill in progress (for a graceful shutdown). */
+  async idle(): Promise<void> {
+    await this.running;
+  }
+
+  nextRun(): Date | undefined {
+    return this.next;
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    const next = CronExpressionParser.parse(this.options.expression, { currentDate: this.options.clock.now() }).next().toDate();
+    this.next = next;
+    this.timer = setTimerUntil(this.options.clock, next.getTime(), () => {
+      this.timer = undefined;
+      this.running = this.options
+        .run()
+        .then(
+          () => undefined,
+          (error: unknown) => this.options.log?.({ level: 'error', msg: 'scheduled restore drill could not run', error: String(error).slice(0, 300) }),
+        )
+        .finally(() => this.schedule());
+    });
+  }
+}
+
+const gaps = new Map<string, number>();
+
+/** The longest gap between two of the next 32 slots of `expression`, in seconds (cached: the schedule changes only with a restart). */
+export function longestGapSeconds(expression: string): number {
+  const known = gaps.get(expression);
+  if (known !== undefined) return known;
+  const slots = CronExpressionParser.parse(expression).take(32).map((slot) => slot.getTime());
+  let longest = 0;
+  for (let i = 1; i < slots.length; i += 1) longest = Math.max(longest, slots[i]! - slots[i - 1]!);
+  gaps.set(expression, longest / 1000);
+  return longest / 1000;
+}
