@@ -73,7 +73,7 @@ describe('LicenseServerBackupStale follows backup.max_age (docs/prometheus-alert
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    it('keeps the rule inactive with backup.max_age 3h, and has it pending once the daemon is restarted with 1h', async () => {
+    it('keeps the rule inactive with backup.max_age 3h, has it pending once the daemon is restarted with 1h, and inactive again with none', async () => {
       const dataDir = path.join(dir, 'data');
       const env = { LICENSE_DATA_DIR: dataDir, LICENSE_BACKUP_PATH: path.join(dir, 'backups') };
       // A real backup, made by the library with a clock two hours back: its id, audit entry and
@@ -88,7 +88,7 @@ describe('LicenseServerBackupStale follows backup.max_age (docs/prometheus-alert
       }
 
       const port = await freePort();
-      const daemon = (maxAge: string) => startServe({ ...env, LICENSE_BACKUP_MAX_AGE: maxAge, LICENSE_METRICS_PORT: String(port), LICENSE_METRICS_STORE_REFRESH: '1' });
+      const daemon = (maxAge: string | undefined) => startServe({ ...env, ...(maxAge ? { LICENSE_BACKUP_MAX_AGE: maxAge } : {}), LICENSE_METRICS_PORT: String(port), LICENSE_METRICS_STORE_REFRESH: '1' });
       serve = await daemon('3h');
       prometheus = await startPrometheus([{ address: `127.0.0.1:${port}` }], { ruleFiles: [RULES] });
       assert.equal(await prometheus.waitFor('license_server_backup_max_age_seconds', (value) => value > 0), 3 * HOUR);
@@ -109,7 +109,62 @@ describe('LicenseServerBackupStale follows backup.max_age (docs/prometheus-alert
       assert.equal(pending.state, 'pending', JSON.stringify(pending));
       const age = Number(pending.alerts[0]!.value);
       assert.ok(age > 2 * HOUR && age < 3 * HOUR, `the alert's value is the backup's age: ${age} s`);
+
+      // Unset: the daemon exports no max age (prom-client's 0 made every backup stale, so the
+      // alert stayed pending here), and the rule's 26 hours hold.
+      assert.equal((await serve.stop()).code, 0);
+      serve = await daemon(undefined);
+      const restartedAt = Date.now();
+      await prometheus.waitFor('license_server_store_up', (value) => value === 1);
+      const cleared = await waitForRule(prometheus, (rule) => Date.parse(rule.lastEvaluation) > restartedAt + 2000 && rule.alerts.length === 0);
+      assert.equal(cleared.state, 'inactive', JSON.stringify(cleared));
     });
+  });
+});
+
+/** Issue 37, Deliver 4: the restore drill's alert rules, in promtool's rule tests. */
+describe('LicenseServerRestoreDrillFailed and LicenseServerRestoreDrillOverdue (docs/prometheus-alerts.yml)', function () {
+  this.timeout(60_000);
+
+  it('fire on a failed drill after 5 minutes, and past twice the schedule\'s gap since the last success', function () {
+    requirePrometheus(this, PROMTOOL);
+    const dir = mkdtempSync(path.join(tmpdir(), 'license-drill-rules-'));
+    try {
+      const instance = 'a:9464';
+      const failed = { exp_labels: { severity: 'critical', instance }, exp_annotations: {
+        summary: `The last restore drill on ${instance} failed`,
+        description: 'A restore from its backup or replica may fail or lose writes. The backup.drill_failed event names the part and the check; `license-server backup drill` runs it again and lists every check.',
+      } };
+      const overdue = (age: string) => ({ exp_labels: { severity: 'warning', instance }, exp_annotations: {
+        summary: `No restore drill has passed on ${instance} for ${age}`,
+        description: 'Drills stopped, or keep failing. Check backup.drill.enabled and serve\'s log ("restore drill").',
+      } });
+      const tests = [
+        // The newest drill failed from the start: pending for 5 minutes, then firing; a passed one never.
+        { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_ok{instance="${instance}"}`, values: '0+0x20' }],
+          alert_rule_test: [{ eval_time: '4m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [] }, { eval_time: '6m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [failed] }] },
+        { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_ok{instance="${instance}"}`, values: '1+0x20' }],
+          alert_rule_test: [{ eval_time: '10m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [] }] },
+        // A daily schedule, the last success at time 0: overdue past 2 days, firing 10 minutes later.
+        { interval: '1m', input_series: [
+          { series: `license_server_restore_drill_last_success_timestamp_seconds{instance="${instance}"}`, values: '0+0x3000' },
+          { series: `license_server_restore_drill_interval_seconds{instance="${instance}"}`, values: '86400+0x3000' },
+        ], alert_rule_test: [
+          { eval_time: '47h', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [] },
+          { eval_time: '48h20m', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [overdue('2d 0h 20m 0s')] },
+        ] },
+        // No schedule exported (drills by cron alone): never.
+        { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_success_timestamp_seconds{instance="${instance}"}`, values: '0+0x4000' }],
+          alert_rule_test: [{ eval_time: '60h', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [] }] },
+      ];
+      const file = path.join(dir, 'tests.yml');
+      writeFileSync(file, JSON.stringify({ rule_files: [RULES], evaluation_interval: '1m', tests }, null, 2));
+      const result = testRules(file);
+      assert.equal(result.code, 0, result.output);
+      assert.match(result.output, /SUCCESS/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
