@@ -22,40 +22,30 @@ describe('LicenseServerBackupStale follows backup.max_age (docs/prometheus-alert
 
   it('fires, in promtool\'s rule tests, past the configured max age and not before; past 26 hours when none is set', function () {
     requirePrometheus(this, PROMTOOL);
-    const dir = mkdtempSync(path.join(tmpdir(), 'license-alert-rules-'));
-    try {
-      // One daemon's series: its newest good scheduled backup was made at time 0.
-      const daemon = (maxAgeSeconds: number | undefined, instance = 'a:9464') => [
-        { series: `license_server_store_backup_last_success_timestamp_seconds{instance="${instance}",trigger="scheduled"}`, values: '0+0x400' },
-        ...(maxAgeSeconds === undefined ? [] : [{ series: `license_server_backup_max_age_seconds{instance="${instance}"}`, values: `${maxAgeSeconds}+0x400` }]),
-      ];
-      const stale = (ageSeconds: number, age: string) => [{
-        exp_labels: { severity: 'critical' },
-        exp_annotations: {
-          summary: 'No good backup of the license database within backup.max_age',
-          description: `The newest manual or scheduled backup is ${age} old (${ageSeconds} s).`,
-        },
-      }];
-      const at = (minutes: number, expected: unknown[]) => ({ eval_time: `${minutes}m`, alertname: 'LicenseServerBackupStale', exp_alerts: expected });
-      const tests = [
-        // backup.max_age 1h: older than that from minute 60, firing once that held for 10 minutes.
-        { interval: '1m', input_series: daemon(HOUR), alert_rule_test: [at(59, []), at(65, []), at(75, stale(4500, '1h 15m 0s'))] },
-        // 3h: not at 75 minutes, at 3h15m.
-        { interval: '1m', input_series: daemon(3 * HOUR), alert_rule_test: [at(75, []), at(185, []), at(195, stale(11_700, '3h 15m 0s'))] },
-        // Two daemons configured apart: the smaller max age decides.
-        { interval: '1m', input_series: [...daemon(3 * HOUR, 'a:9464'), ...daemon(HOUR, 'b:9464')], alert_rule_test: [at(75, stale(4500, '1h 15m 0s'))] },
-        // Unset on every daemon: 26 hours.
-        { interval: '5m', input_series: daemon(undefined), alert_rule_test: [at(25 * 60, []), at(26 * 60 + 15, stale(94_500, '1d 2h 15m 0s'))] },
-      ];
-      const file = path.join(dir, 'tests.yml');
-      // JSON is YAML.
-      writeFileSync(file, JSON.stringify({ rule_files: [RULES], evaluation_interval: '1m', tests }, null, 2));
-      const result = testRules(file);
-      assert.equal(result.code, 0, result.output);
-      assert.match(result.output, /SUCCESS/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    // One daemon's series: its newest good scheduled backup was made at time 0.
+    const daemon = (maxAgeSeconds: number | undefined, instance = 'a:9464') => [
+      { series: `license_server_store_backup_last_success_timestamp_seconds{instance="${instance}",trigger="scheduled"}`, values: '0+0x400' },
+      ...(maxAgeSeconds === undefined ? [] : [{ series: `license_server_backup_max_age_seconds{instance="${instance}"}`, values: `${maxAgeSeconds}+0x400` }]),
+    ];
+    const stale = (ageSeconds: number, age: string) => [{
+      exp_labels: { severity: 'critical' },
+      exp_annotations: {
+        summary: 'No good backup of the license database within backup.max_age',
+        description: `The newest manual or scheduled backup is ${age} old (${ageSeconds} s).`,
+      },
+    }];
+    const at = (minutes: number, expected: unknown[]) => ({ eval_time: `${minutes}m`, alertname: 'LicenseServerBackupStale', exp_alerts: expected });
+    const tests = [
+      // backup.max_age 1h: older than that from minute 60, firing once that held for 10 minutes.
+      { interval: '1m', input_series: daemon(HOUR), alert_rule_test: [at(59, []), at(65, []), at(75, stale(4500, '1h 15m 0s'))] },
+      // 3h: not at 75 minutes, at 3h15m.
+      { interval: '1m', input_series: daemon(3 * HOUR), alert_rule_test: [at(75, []), at(185, []), at(195, stale(11_700, '3h 15m 0s'))] },
+      // Two daemons configured apart: the smaller max age decides.
+      { interval: '1m', input_series: [...daemon(3 * HOUR, 'a:9464'), ...daemon(HOUR, 'b:9464')], alert_rule_test: [at(75, stale(4500, '1h 15m 0s'))] },
+      // Unset on every daemon: 26 hours.
+      { interval: '5m', input_series: daemon(undefined), alert_rule_test: [at(25 * 60, []), at(26 * 60 + 15, stale(94_500, '1d 2h 15m 0s'))] },
+    ];
+    passRuleTests(tests);
   });
 
   describe('a real Prometheus, with the rule file, scraping a real daemon whose newest backup is two hours old', () => {
@@ -128,45 +118,51 @@ describe('LicenseServerRestoreDrillFailed and LicenseServerRestoreDrillOverdue (
 
   it('fire on a failed drill after 5 minutes, and past twice the schedule\'s gap since the last success', function () {
     requirePrometheus(this, PROMTOOL);
-    const dir = mkdtempSync(path.join(tmpdir(), 'license-drill-rules-'));
-    try {
-      const instance = 'a:9464';
-      const failed = { exp_labels: { severity: 'critical', instance }, exp_annotations: {
-        summary: `The last restore drill on ${instance} failed`,
-        description: 'A restore from its backup or replica may fail or lose writes. The backup.drill_failed event names the part and the check; `license-server backup drill` runs it again and lists every check.',
-      } };
-      const overdue = (age: string) => ({ exp_labels: { severity: 'warning', instance }, exp_annotations: {
-        summary: `No restore drill has passed on ${instance} for ${age}`,
-        description: 'Drills stopped, or keep failing. Check backup.drill.enabled and serve\'s log ("restore drill").',
-      } });
-      const tests = [
-        // The newest drill failed from the start: pending for 5 minutes, then firing; a passed one never.
-        { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_ok{instance="${instance}"}`, values: '0+0x20' }],
-          alert_rule_test: [{ eval_time: '4m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [] }, { eval_time: '6m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [failed] }] },
-        { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_ok{instance="${instance}"}`, values: '1+0x20' }],
-          alert_rule_test: [{ eval_time: '10m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [] }] },
-        // A daily schedule, the last success at time 0: overdue past 2 days, firing 10 minutes later.
-        { interval: '1m', input_series: [
-          { series: `license_server_restore_drill_last_success_timestamp_seconds{instance="${instance}"}`, values: '0+0x3000' },
-          { series: `license_server_restore_drill_interval_seconds{instance="${instance}"}`, values: '86400+0x3000' },
-        ], alert_rule_test: [
-          { eval_time: '47h', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [] },
-          { eval_time: '48h20m', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [overdue('2d 0h 20m 0s')] },
-        ] },
-        // No schedule exported (drills by cron alone): never.
-        { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_success_timestamp_seconds{instance="${instance}"}`, values: '0+0x4000' }],
-          alert_rule_test: [{ eval_time: '60h', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [] }] },
-      ];
-      const file = path.join(dir, 'tests.yml');
-      writeFileSync(file, JSON.stringify({ rule_files: [RULES], evaluation_interval: '1m', tests }, null, 2));
-      const result = testRules(file);
-      assert.equal(result.code, 0, result.output);
-      assert.match(result.output, /SUCCESS/);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const instance = 'a:9464';
+    const failed = { exp_labels: { severity: 'critical', instance }, exp_annotations: {
+      summary: `The last restore drill on ${instance} failed`,
+      description: 'A restore from its backup or replica may fail or lose writes. The backup.drill_failed event names the part and the check; `license-server backup drill` runs it again and lists every check.',
+    } };
+    const overdue = (age: string) => ({ exp_labels: { severity: 'warning', instance }, exp_annotations: {
+      summary: `No restore drill has passed on ${instance} for ${age}`,
+      description: 'Drills stopped, or keep failing. Check backup.drill.enabled and serve\'s log ("restore drill").',
+    } });
+    const tests = [
+      // The newest drill failed from the start: pending for 5 minutes, then firing; a passed one never.
+      { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_ok{instance="${instance}"}`, values: '0+0x20' }],
+        alert_rule_test: [{ eval_time: '4m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [] }, { eval_time: '6m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [failed] }] },
+      { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_ok{instance="${instance}"}`, values: '1+0x20' }],
+        alert_rule_test: [{ eval_time: '10m', alertname: 'LicenseServerRestoreDrillFailed', exp_alerts: [] }] },
+      // A daily schedule, the last success at time 0: overdue past 2 days, firing 10 minutes later.
+      { interval: '1m', input_series: [
+        { series: `license_server_restore_drill_last_success_timestamp_seconds{instance="${instance}"}`, values: '0+0x3000' },
+        { series: `license_server_restore_drill_interval_seconds{instance="${instance}"}`, values: '86400+0x3000' },
+      ], alert_rule_test: [
+        { eval_time: '47h', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [] },
+        { eval_time: '48h20m', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [overdue('2d 0h 20m 0s')] },
+      ] },
+      // No schedule exported (drills by cron alone): never.
+      { interval: '1m', input_series: [{ series: `license_server_restore_drill_last_success_timestamp_seconds{instance="${instance}"}`, values: '0+0x4000' }],
+        alert_rule_test: [{ eval_time: '60h', alertname: 'LicenseServerRestoreDrillOverdue', exp_alerts: [] }] },
+    ];
+    passRuleTests(tests);
   });
 });
+
+/** Runs promtool's rule tests of docs/prometheus-alerts.yml (`tests` as promtool's test file has them) and asserts they pass. */
+function passRuleTests(tests: unknown[]): void {
+  const dir = mkdtempSync(path.join(tmpdir(), 'license-alert-rules-'));
+  try {
+    const file = path.join(dir, 'tests.yml');
+    // JSON is YAML.
+    writeFileSync(file, JSON.stringify({ rule_files: [RULES], evaluation_interval: '1m', tests }, null, 2));
+    const result = testRules(file);
+    assert.equal(result.code, 0, result.output);
+    assert.match(result.output, /SUCCESS/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 type Rule = Awaited<ReturnType<TestPrometheus['alertRules']>>[number];
 
