@@ -38,8 +38,10 @@ export interface DrillRecord {
 
 export interface DrillOptions {
   readonly config: ResolvedConfig;
-  /** The store that serves: only read (row counts, signing keys), and told of a failure (backup.drill_failed). */
+  /** The store that serves: only read (row counts, signing keys). */
   readonly live: Queryable;
+  /** Where a failure is raised (backup.drill_failed): the store that serves, through a connection that may write. Default: `live`. */
+  readonly events?: Queryable;
   readonly trigger: DrillRecord['trigger'];
   readonly context: OperationContext;
   /** Where the replicated targets' `*_env` credentials are read. */
@@ -77,7 +79,7 @@ export async function runDrill(options: DrillOptions): Promise<DrillRecord> {
   if (!record.ok) {
     const { raiseEvent } = await import('../notifications/outbox.js');
     const failed = parts.filter((part) => !part.ok).map((part) => ({ source: part.source, name: part.name, error: part.error?.message ?? null }));
-    await raiseEvent(options.live, 'backup.drill_failed', { started_at: record.started_at, failed_count: failed.length, failed: failed.map((part) => `${part.source} ${part.name}: ${part.error}`).join('; '), parts: failed }, options.context);
+    await raiseEvent(options.events ?? options.live, 'backup.drill_failed', { started_at: record.started_at, failed_count: failed.length, failed: failed.map((part) => `${part.source} ${part.name}: ${part.error}`).join('; '), parts: failed }, options.context);
   }
   return record;
 }
