@@ -91,7 +91,8 @@ async function checkCheckout(restored: import('../storage/types.js').Database, o
     import('../offline/verify.js'),
   ]);
   const context = { ...options.context, actor: 'restore-drill' };
-  const now = context.clock ? context.clock() : new Date();
+  const clock = () => (context.clock ? context.clock() : new Date());
+  const now = clock();
   let file: string;
   let keyId: string | undefined;
   try {
@@ -99,14 +100,16 @@ async function checkCheckout(restored: import('../storage/types.js').Database, o
     // (the command line's, the daemon's deliverer) look for in the live store.
     await restored.execute('UPDATE notification_alert_rules SET enabled = ?', [false]);
     const customer = await createCustomer(restored, { name: 'restore drill' }, context);
-    const license = await createLicense(restored, { customerId: customer.id, type: 'time_based', validUntil: new Date(now.getTime() + 2 * 86_400_000) }, context);
+    // Valid from an hour back: a file starts at its license's valid_from, to the second, and
+    // one made now could start after the moment it is verified at (CI: "license not yet valid").
+    const license = await createLicense(restored, { customerId: customer.id, type: 'time_based', validFrom: new Date(now.getTime() - 3_600_000), validUntil: new Date(now.getTime() + 2 * 86_400_000) }, context);
     file = (await checkoutLicense(restored, license.id, { ttlDays: 1, hardwareId: 'restore-drill' }, { ...context, issuer: options.issuer })).license_file;
   } catch (error) {
     throw drillFailed(`a checkout in the restored store failed: ${error instanceof Error ? error.message : String(error)}`);
   }
   for (const [whose, keys] of [['restored', await loadKeySet(restored)], ['live', await loadKeySet(options.live)]] as const) {
     try {
-      keyId = verifyLicenseFile(file, { publicKey: keys, hardwareId: 'restore-drill', now }).payload.key_id ?? keyId;
+      keyId = verifyLicenseFile(file, { publicKey: keys, hardwareId: 'restore-drill', now: clock() }).payload.key_id ?? keyId;
     } catch (error) {
       throw drillFailed(`a .lic signed in the restored store does not verify against the ${whose} keys: ${error instanceof Error ? error.message : String(error)}`);
     }

@@ -83,7 +83,14 @@ forEachEngine('restore drill of the newest backup', (fixture) => {
   it('fails when the restored store lacks a row the live store made before the moment, or holds another signing key', async function () {
     this.timeout(60_000);
     const config = await configFor();
-    const made = path.join(work, 'copy.db');
+    // A file of its own for each copy: one copied over another's name could meet the WAL its
+    // predecessor's connection left beside it.
+    let copies = 0;
+    const copy = () => {
+      const file = path.join(work, `copy-${(copies += 1)}.db`);
+      copyFileSync(database, file);
+      return file;
+    };
     // The copy is made through a backup of the live store, as a restore would get it.
     const backup = await createBackup({ db: live, config, trigger: 'manual', toolVersion: '0.0.0-test', context: operator });
     const { verifyArchive } = await import('../../../src/lib/backup/archive/verify.js');
@@ -94,22 +101,21 @@ forEachEngine('restore drill of the newest backup', (fixture) => {
     // The backup's moment: its own audit entry comes after it.
     const check = async (file: string) => checkRestoredStore({ file, live, completeThrough: new Date(backup.created_at), issuer: 'drill-test', context: operator });
 
-    copyFileSync(database, made);
-    assert.deepEqual((await check(made)).map((result) => result.check), ['rows', 'signing keys', 'checkout']);
+    assert.deepEqual((await check(copy())).map((result) => result.check), ['rows', 'signing keys', 'checkout']);
 
-    copyFileSync(database, made);
-    await withStore(made, (db) => db.execute("DELETE FROM licenses WHERE customer_id IN (SELECT id FROM customers WHERE name = 'Globex')"));
-    await assert.rejects(check(made), (error: LicenseServerError) => {
+    const lacking = copy();
+    await withStore(lacking, (db) => db.execute("DELETE FROM licenses WHERE customer_id IN (SELECT id FROM customers WHERE name = 'Globex')"));
+    await assert.rejects(check(lacking), (error: LicenseServerError) => {
       assert.equal(error.code, 'RESTORE_DRILL_FAILED');
       assert.match(error.message, /rows made at or before .* are missing from the restored store \(licenses: 1 of the live store's 2\)/);
       return true;
     });
 
-    copyFileSync(database, made);
-    await withStore(made, async (db) => {
+    const rekeyed = copy();
+    await withStore(rekeyed, async (db) => {
       await db.execute('UPDATE signing_keys SET public_key = ?', [Buffer.alloc(32, 7)]);
     });
-    await assert.rejects(check(made), /signing key [0-9a-f]+ has another public key in the restored store/);
+    await assert.rejects(check(rekeyed), /signing key [0-9a-f]+ has another public key in the restored store/);
   });
 });
 
