@@ -103,6 +103,12 @@ forEachEngine('restore drill of the newest backup', (fixture) => {
 
     assert.deepEqual((await check(copy())).map((result) => result.check), ['rows', 'signing keys', 'checkout']);
 
+    // A clock that crosses a second while the check makes its license: a file starts at its
+    // license's valid_from to the second, after a moment the check took before making it.
+    let tick = Math.floor(Date.now() / 1000) * 1000 - 100;
+    const crossing = { ...operator, clock: () => new Date((tick += 400)) };
+    assert.deepEqual((await checkRestoredStore({ file: copy(), live, completeThrough: new Date(backup.created_at), issuer: 'drill-test', context: crossing })).map((result) => result.check), ['rows', 'signing keys', 'checkout']);
+
     const lacking = copy();
     await withStore(lacking, (db) => db.execute("DELETE FROM licenses WHERE customer_id IN (SELECT id FROM customers WHERE name = 'Globex')"));
     await assert.rejects(check(lacking), (error: LicenseServerError) => {
