@@ -23,12 +23,15 @@ mkdirSync(out, { recursive: true });
 const work = mkdtempSync(path.join(tmpdir(), 'license-console-shots-'));
 mkdirSync(path.join(work, 'nas'));
 const databaseUrl = path.join(work, 'data', 'db.sqlite');
-const serve = await startServe({
+const serveEnv = {
   LICENSE_DATABASE_URL: databaseUrl,
   LICENSE_BACKUP_PATH: path.join(work, 'backups'),
   LICENSE_BACKUP_ENCRYPTION_KEY: '34'.repeat(32),
   LICENSE_BACKUP_TARGETS: JSON.stringify([{ name: 'nas', kind: 'file', path: path.join(work, 'nas') }]),
-});
+  LICENSE_BACKUP_REPLICATION_TARGETS: 'nas',
+  LICENSE_BACKUP_DRILL_ENABLED: 'false',
+};
+const serve = await startServe(serveEnv);
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH || '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu'] });
 try {
   // A webhook whose receiver is gone: its deliveries stay pending, retrying, with the last error.
@@ -37,6 +40,8 @@ try {
   if (set.code !== 0) throw new Error(`notifications set: ${set.stderr}`);
   const demo = await seedConsoleDemo(serve.url, serve.token!, work);
   await api(serve.url, 'POST', '/api/backups', { token: serve.token });
+  const drill = await runCli(['backup', 'drill'], { env: serveEnv });
+  if (drill.code !== 0) throw new Error(`backup drill: ${drill.stderr}`);
   const support = await runCli(['token', 'create', '--name', 'support-desk', '--scope', 'read', '--scope', 'licenses', '--expires-in', '90d', '--json'], { env: { LICENSE_DATABASE_URL: databaseUrl } });
   if (support.code !== 0) throw new Error(`token create: ${support.stderr}`);
   const tokenId = support.json().id as string;

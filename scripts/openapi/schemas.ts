@@ -375,6 +375,23 @@ export const schemas: Record<string, Schema> = {
     ),
     stale: boolean,
     replication: { oneOf: [{ type: 'null' }, ref('ReplicationStatus')], description: 'serve\'s continuous replication by Litestream (docs/replication.md); null when backup.replication names no target.' },
+    drill: { oneOf: [{ type: 'null' }, ref('RestoreDrill')], description: 'The newest restore drill recorded beside the backups (`backup drill`, or serve on backup.drill.schedule); null before the first.' },
+  }),
+  RestoreDrill: object({
+    started_at: time,
+    finished_at: time,
+    trigger: { type: 'string', enum: ['manual', 'scheduled'] },
+    ok: boolean,
+    parts: array(object({
+      source: { type: 'string', enum: ['backup', 'replica'] },
+      name: { type: 'string', description: 'The backup\'s id, or the replicated target\'s name.' },
+      ok: boolean,
+      state_at: nullable({ ...time, description: 'When the restored state is from: the backup\'s creation, or the replica\'s newest WAL segment.' }),
+      complete_through: nullable({ ...time, description: 'Every live row made at or before this was required to be in the restored store.' }),
+      seconds: { type: 'number', minimum: 0 },
+      checks: array(object({ check: string, detail: string })),
+      error: { oneOf: [{ type: 'null' }, object({ code: string, message: string })] },
+    })),
   }),
   ReplicationStatus: object({
     state: { type: 'string', enum: ['replicating', 'restarting', 'paused', 'stopped'], description: '`restarting`: Litestream died and serve starts it again after a backoff; `paused`: a restore is swapping the database.' },

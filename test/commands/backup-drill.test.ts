@@ -83,6 +83,16 @@ describe('backup drill: the newest backup and the replica restored and checked o
     assert.match(failed.stderr, /RESTORE_DRILL_FAILED/);
     assert.equal(await metric(serve, 'license_server_restore_drill_last_ok'), 0);
     assert.equal(await metric(serve, 'license_server_restore_drill_last_success_timestamp_seconds'), quietPassedAt, 'the last success stays the one before');
+    // Where an operator looks first: backup status, on the command line and through the API.
+    const status = await runCli(['backup', 'status'], { env: serveEnv(), cwd: work });
+    assert.equal(status.code, 0, status.stderr);
+    const drillLine = /^Last restore drill: FAILED at \S+ \(\d+m \d+s ago, manual\): backup (\S+): ([A-Z_]+) backup is damaged/m.exec(status.stdout);
+    assert.ok(drillLine, status.stdout);
+    assert.match(status.stdout, /^Replication \(Litestream v0\.3\.\d+\): replicating, as of \d+m \d+s ago$/m);
+    const viaApi = await api(serve.url, 'GET', '/api/backups/status', { token: serve.token! });
+    assert.equal(viaApi.status, 200, viaApi.text);
+    assert.equal(viaApi.body.drill.ok, false);
+    assert.deepEqual([viaApi.body.drill.parts[0].name, viaApi.body.drill.parts[0].error.code], [drillLine[1], drillLine[2]]);
     assert.equal((await serve.stop()).code, 0);
   });
 

@@ -122,6 +122,14 @@ describe('continuous replication by Litestream (serve, backup.replication) [sqli
     }
     assert.ok(behind.lag_seconds >= downSeconds - 5, `lag ${behind.lag_seconds} s after ${downSeconds} s down`);
     assert.ok(behind.errors > 0 && behind.last_error !== null, JSON.stringify(behind));
+    // The command line runs without the daemon: it reads what serve records beside the database.
+    const databasePath = databaseOf(serve);
+    const cliEnv = environment({ LICENSE_DATA_DIR: path.dirname(databasePath), LICENSE_DATABASE_URL: databasePath });
+    const replicaRow = (stdout: string) => /^offsite\s+([\d.]+)s\s+\S+\s+(\d+)\s+\S+/m.exec(stdout.split('\nReplication (')[1] ?? '');
+    const whileDown = ok(await runCli(['backup', 'status'], { env: cliEnv, cwd: work })).stdout;
+    assert.match(whileDown, /^Replication \(Litestream v0\.3\.\d+\): replicating, as of \d+m \d+s ago(, Litestream restarted .*)?$/m);
+    const row = replicaRow(whileDown);
+    assert.ok(row && Number(row[1]) >= downSeconds - 10 && Number(row[2]) > 0, `the CLI's replica row while the target is down:\n${whileDown}`);
     const log = serve.stdout() + serve.stderr();
     if (downSeconds >= 60) {
       assert.equal(log.match(/"msg":"replication stalled"/g)?.length, 1, 'one stalled warning');
@@ -136,9 +144,11 @@ describe('continuous replication by Litestream (serve, backup.replication) [sqli
     renameSync(`${replica}.away`, replica);
     await createCustomer(serve, 'After the target is back');
     const back = await caughtUp(serve);
-    const databasePath = databaseOf(serve);
     await serve.stop('SIGKILL');
     await gone(back.pid, 'Litestream, after serve was killed');
+    const afterKill = ok(await runCli(['backup', 'status'], { env: cliEnv, cwd: work })).stdout;
+    assert.match(afterKill, /^Replication \(Litestream v0\.3\.\d+\): serve is not running, as of \d+m \d+s ago(, Litestream restarted .*)?$/m);
+    assert.equal(replicaRow(afterKill)?.[1], '0', `the last lag serve recorded, caught up:\n${afterKill}`);
     assert.deepEqual(await restoreByHand(databasePath), ['After the target is back', 'Before', 'While the target is down']);
   });
 

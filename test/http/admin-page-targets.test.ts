@@ -44,6 +44,8 @@ describe('the admin console and off-site targets', function () {
       LICENSE_BACKUP_ENCRYPTION_KEY: KEY,
       LICENSE_ADMIN_TOKEN: TOKEN,
       LICENSE_BACKUP_TARGETS: JSON.stringify([{ name: 'nas', kind: 'file', path: nas }]),
+      LICENSE_BACKUP_REPLICATION_TARGETS: 'nas',
+      LICENSE_BACKUP_DRILL_ENABLED: 'false',
     };
     ok(await runCli(['init'], { env }));
     serve = await startServe(env);
@@ -73,6 +75,15 @@ describe('the admin console and off-site targets', function () {
     await place.getByText(id).waitFor();
     await page.locator('#place-table tr[data-place="local"]').getByText('none').waitFor();
     await page.getByText('No backups yet.').waitFor();
+    // The same target holds the replica: its lag, then the restore drill that proves it.
+    const replica = page.locator('#replica-table tr[data-replica="nas"]');
+    await replica.getByRole('cell', { name: /^\d+(\.\d+)? s$/ }).waitFor();
+    assert.equal(await page.locator('[data-drill]').count(), 0, 'no drill has run');
+    const drill = await runCli(['backup', 'drill'], { env });
+    assert.equal(drill.code, 0, drill.stderr);
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Licenses' }).click();
+    await page.getByRole('navigation', { name: 'Views' }).getByRole('link', { name: 'Backups' }).click();
+    await page.locator('[data-drill="passed"]').getByText(/^passed, /).waitFor();
     await place.getByRole('link', { name: 'Show backups on nas' }).click();
     await page.getByRole('heading', { name: 'Backups on target nas' }).waitFor();
     assert.equal(new URL(page.url()).search, '?target=nas', 'the target\'s list has its own address');

@@ -4,10 +4,12 @@ import { formatTable } from '../../cli/output.js';
 import { formatBytes } from '../../cli/progress.js';
 import { renderReport } from '../../cli/report.js';
 import type { PlaceStatus } from '../../lib/backup/status.js';
+import type { ResolvedConfig } from '../../lib/config/resolve.js';
 import { LicenseServerError } from '../../lib/errors.js';
 
 export default class BackupStatus extends BaseCommand<typeof BackupStatus> {
   static override description = `Where each place's newest good backup stands: local storage (backup.path) and every off-site target (backup.targets), each read now from the place itself: the newest backup, its age, how many, how many bytes, the newest backup not copied there yet (copying, stuck with a process that is gone, or waiting for its attempt), and the last error of copies to it.
+Below the table: each replica's lag as serve last recorded it (backup.replication; with its age, and whether serve still runs), and the newest restore drill. --json keeps the list of places; GET /api/backups/status has all three.
 With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer than that, or could not be read: for a cron job or a Nagios check. Works while the database is down (the last errors and the copies not made yet are then not shown).`;
   static override examples = ['<%= config.bin %> backup status', '<%= config.bin %> backup status --max-age 26h', '<%= config.bin %> backup status --place offsite --max-age 26h --json'];
   static override flags = {
@@ -42,6 +44,7 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
       { header: 'NOT COPIED YET', value: notCopiedYet },
       { header: 'LAST ERROR', value: lastError },
     ]));
+    if (!this.jsonEnabled()) await this.sayReplicationAndDrills(config.settings);
     const stale = status.filter((place) => place.stale);
     if (stale.length > 0) {
       const error = new LicenseServerError('BACKUP_STALE', `no good backup newer than ${this.flags['max-age']} on ${stale.map((place) => place.place).join(', ')}`);
@@ -49,6 +52,51 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
       process.exitCode = error.exitCode;
     }
     return status;
+  }
+
+  /**
+   * What serve last recorded of its replication (status-file.ts; the command runs without the
+   * daemon, so it says how old that is and whether serve still runs) and the newest restore
+   * drill. `GET /api/backups/status` has both as JSON; `--json` here keeps its list of places.
+   */
+  private async sayReplicationAndDrills(settings: ResolvedConfig['settings']): Promise<void> {
+    const [{ readReplicationStatus }, { readDrillHistory }] = await Promise.all([import('../../lib/replication/status-file.js'), import('../../lib/backup/drill-history.js')]);
+    const now = Date.now();
+    if (settings.backup.replication) {
+      const recorded = await readReplicationStatus(settings.database.url);
+      if (!recorded) {
+        this.say('\nReplication: configured, but serve has not recorded it yet (it does once it runs)');
+      } else {
+        const age = formatAge(Math.max(0, Math.round((now - Date.parse(recorded.as_of)) / 1000)));
+        const running = recorded.state !== 'stopped' && processRuns(recorded.serve_pid);
+        this.say(`\nReplication (Litestream ${recorded.litestream_version}): ${running ? recorded.state : 'serve is not running'}, as of ${age} ago${recorded.restarts > 0 ? `, Litestream restarted ${recorded.restarts === 1 ? 'once' : `${recorded.restarts} times`}` : ''}`);
+        this.say(formatTable(recorded.replicas, [
+          { header: 'TARGET', value: (r) => r.target },
+          { header: 'LAG', value: (r) => (r.lag_seconds === null ? 'unknown' : `${r.lag_seconds}s`) },
+          { header: 'POSITION', value: (r) => r.position ?? 'unknown' },
+          { header: 'ERRORS', value: (r) => r.errors },
+          { header: 'LAST ERROR', value: (r) => (r.last_error ? `${r.last_error.at} ${r.last_error.message}` : '') },
+        ]));
+      }
+    }
+    const [newest] = await readDrillHistory(settings.backup.path);
+    if (newest) {
+      const age = formatAge(Math.max(0, Math.round((now - Date.parse(newest.finished_at)) / 1000)));
+      const failed = newest.parts.find((part) => !part.ok);
+      this.say(`\nLast restore drill: ${newest.ok ? 'passed' : 'FAILED'} at ${newest.finished_at} (${age} ago, ${newest.trigger})${failed?.error ? `: ${failed.source} ${failed.name}: ${failed.error.code} ${failed.error.message}` : ''}`);
+    } else if (settings.backup.drill.enabled) {
+      this.say('\nLast restore drill: none yet (`backup drill`, or serve on backup.drill.schedule)');
+    }
+  }
+}
+
+/** Whether a process with this pid runs here (a pid reused since is taken for serve: the age says how old the status is). */
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

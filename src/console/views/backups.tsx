@@ -50,6 +50,35 @@ interface Place {
   readonly copies: { readonly pending: number; readonly copying: number; readonly stuck: number } | null;
 }
 
+/** GET /api/backups/status's `replication`: serve's Litestream and each replica's lag. */
+interface Replication {
+  readonly state: string;
+  readonly litestream_version: string;
+  readonly restarts: number;
+  readonly replicas: ReadonlyArray<{
+    readonly target: string;
+    readonly position: string | null;
+    readonly lag_seconds: number | null;
+    readonly caught_up_at: string | null;
+    readonly errors: number;
+    readonly last_error: { readonly at: string; readonly message: string } | null;
+  }>;
+}
+
+/** GET /api/backups/status's `drill`: the newest restore drill. */
+interface Drill {
+  readonly finished_at: string;
+  readonly trigger: string;
+  readonly ok: boolean;
+  readonly parts: ReadonlyArray<{ readonly source: string; readonly name: string; readonly ok: boolean; readonly state_at: string | null; readonly error: { readonly code: string; readonly message: string } | null }>;
+}
+
+interface BackupStatus {
+  readonly places: Place[];
+  readonly replication: Replication | null;
+  readonly drill: Drill | null;
+}
+
 /**
  * Backups here and on each off-site target: create, download, validate, restore (the id typed
  * to confirm, after a dry run says what the restore would do to the signing keys). A target's
@@ -187,13 +216,14 @@ function DownloadButton({ backup, session }: { backup: Backup; session: Session 
 
 /** Local storage and each off-site target: the newest good backup there, read from the place itself. */
 function Places({ current, version }: { current: string; version: number }) {
-  const [places, setPlaces] = useState<Place[] | null>(null);
+  const [status, setStatus] = useState<BackupStatus | null>(null);
+  const places = status?.places ?? null;
   const [failure, setFailure] = useState<string | null>(null);
   useEffect(() => {
     const abort = new AbortController();
-    getJson<{ places: Place[] }>('/api/backups/status', abort.signal).then(
+    getJson<BackupStatus>('/api/backups/status', abort.signal).then(
       (answer) => {
-        setPlaces(answer.places);
+        setStatus(answer);
         setFailure(null);
       },
       (error) => {
@@ -236,7 +266,50 @@ function Places({ current, version }: { current: string; version: number }) {
           </tbody>
         </table>
       </div>
+      {status?.replication && <ReplicationTable replication={status.replication} />}
+      {status && <DrillFacts drill={status.drill} />}
     </section>
+  );
+}
+
+/** Each replica's lag behind the database, as serve tracks it from Litestream. */
+function ReplicationTable({ replication }: { replication: Replication }) {
+  const restarts = replication.restarts > 0 ? `, restarted ${replication.restarts} time${replication.restarts === 1 ? '' : 's'}` : '';
+  return (
+    <>
+      <h3 id="replication-title">Continuous replication</h3>
+      <p>Litestream {visible(replication.litestream_version)}: {replication.state}{restarts}.</p>
+      <div class="scroll">
+        <table id="replica-table" aria-labelledby="replication-title">
+          <thead>
+            <tr><th scope="col">Target</th><th scope="col">Lag</th><th scope="col">Caught up</th><th scope="col">Errors</th><th scope="col">Last error</th></tr>
+          </thead>
+          <tbody>
+            {replication.replicas.map((replica) => (
+              <tr key={replica.target} data-replica={replica.target}>
+                <td>{visible(replica.target)}</td>
+                <td class="value">{replica.lag_seconds === null ? 'unknown' : `${replica.lag_seconds} s`}</td>
+                <td>{replica.caught_up_at ? <Time iso={replica.caught_up_at} /> : '-'}</td>
+                <td class="value">{replica.errors}</td>
+                <td>{replica.last_error ? <><Time iso={replica.last_error.at} />: {visible(replica.last_error.message)}</> : '-'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </>
+  );
+}
+
+/** The newest restore drill: whether the backups and replicas were last proven to restore. */
+function DrillFacts({ drill }: { drill: Drill | null }) {
+  const failed = drill?.parts.find((part) => !part.ok);
+  return (
+    <Facts items={[
+      ['Last restore drill', drill
+        ? <span data-drill={drill.ok ? 'passed' : 'failed'}>{drill.ok ? 'passed' : 'failed'}, <Time iso={drill.finished_at} /> ({drill.trigger}){failed?.error ? `: ${failed.source} ${visible(failed.name)}: ${visible(failed.error.message)}` : ''}</span>
+        : 'none yet'],
+    ]} />
   );
 }
 

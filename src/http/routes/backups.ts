@@ -193,7 +193,8 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         const places = q.place === undefined ? undefined : [q.place];
         if (places && places[0] !== 'local') selectTargetSettings(places[0]!);
         const status = await backupStatus({ config: deps.state.config, db: deps.db, at: deps.clock ? deps.clock() : new Date(), ...(maxAgeMs === undefined ? {} : { maxAgeMs }), ...(places ? { places } : {}) });
-        return { json: { places: status, stale: status.some((place) => place.stale === true), replication: deps.state.replicator?.status() ?? null } };
+        const [drill] = await (await import('../../lib/backup/drill-history.js')).readDrillHistory(deps.settings.backup.path);
+        return { json: { places: status, stale: status.some((place) => place.stale === true), replication: deps.state.replicator?.status() ?? null, drill: drill ?? null } };
       },
     },
     {

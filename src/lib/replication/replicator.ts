@@ -8,6 +8,7 @@ import { findLitestream } from './litestream-binary.js';
 import { litestreamConfig } from './litestream-config.js';
 import { holds, localPosition, readLogLine, type WalPosition } from './replica-position.js';
 import type { ReplicationSettings } from './settings.js';
+import { writeReplicationStatus } from './status-file.js';
 
 export interface ReplicatorOptions {
   readonly databasePath: string;
@@ -90,6 +91,7 @@ export class Replicator {
   private shadowSyncedAt: number | undefined;
   private readonly replicas = new Map<string, ReplicaState>();
   private readonly now: () => number;
+  private recording: Promise<void> | undefined;
 
   private constructor(
     private readonly options: ReplicatorOptions,
@@ -135,11 +137,13 @@ export class Replicator {
       this.pollTimer = undefined;
     }
     const child = this.child;
-    if (!child) return;
-    child.kill('SIGTERM');
-    const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
-    await this.exited;
-    clearTimeout(killer);
+    if (child) {
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await this.exited;
+      clearTimeout(killer);
+    }
+    await this.record();
   }
 
   /** For a restore: Litestream must not copy the file while it is swapped. */
@@ -290,6 +294,27 @@ export class Replicator {
   }
 
   private async poll(): Promise<void> {
+    await this.track();
+    await this.record();
+  }
+
+  /**
+   * For `backup status` on the command line, which runs without the daemon (status-file.ts).
+   * One write at a time; a call during one is written right after it, so a stop's last state
+   * is never dropped for a poll's.
+   */
+  private record(): Promise<void> {
+    this.recording = (this.recording ?? Promise.resolve()).then(async () => {
+      try {
+        await writeReplicationStatus(this.options.databasePath, this.status(), { pid: this.options.parentPid, at: new Date(this.now()) });
+      } catch (error) {
+        this.options.log({ level: 'warn', msg: 'cannot record the replication status', error: String(error).slice(0, 200) });
+      }
+    });
+    return this.recording;
+  }
+
+  private async track(): Promise<void> {
     const local = await localPosition(this.options.databasePath);
     const now = this.now();
     this.killHungUpload(now);
