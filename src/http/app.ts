@@ -78,6 +78,7 @@ export function createApp(deps: AppDependencies): App {
     replication: () => state.replicator?.status(),
     drills: async () => (await import('../lib/backup/drill-history.js')).readDrillHistory(state.config.settings.backup.path),
     drillIntervalSeconds: () => (state.config.settings.backup.drill.enabled ? longestGapSeconds(state.config.settings.backup.drill.schedule) : undefined),
+    walArchiving: async () => (state.db.engine === 'postgres' ? (await import('../lib/backup/wal-archiving.js')).readWalArchiving(state.figureReads) : undefined),
     readFailed: (error) =>
       deps.log({ time: new Date().toISOString(), level: 'warn', msg: 'the store\'s figures for /metrics could not be read; they keep the last good read', error: error instanceof Error ? error.message.slice(0, 200) : String(error) }),
   });

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ReplicationStatus } from '../lib/replication/replicator.js';
 import type { DrillRecord } from '../lib/backup/drill.js';
+import type { WalArchivingStatus } from '../lib/backup/wal-archiving.js';
 import { TRIGGERS } from '../lib/backup/archive/manifest.js';
 import { isLicenseServerError, LicenseServerError } from '../lib/errors.js';
 import { StoreFiguresCache, STALE_AFTER_INTERVALS } from '../lib/metrics/store-figures-cache.js';
@@ -83,6 +84,8 @@ export interface StoreSource {
   drills?(): Promise<readonly DrillRecord[]>;
   /** The longest gap between two slots of backup.drill.schedule, in seconds; undefined when serve runs no drills. */
   drillIntervalSeconds?(): number | undefined;
+  /** PostgreSQL's WAL archiving as pg_stat_archiver reports it (backup/wal-archiving.ts); undefined on SQLite. */
+  walArchiving?(): Promise<WalArchivingStatus | undefined>;
   /** A background read failed (the figures keep the last good read's values). */
   readFailed?(error: unknown): void;
 }
@@ -224,7 +227,62 @@ export class DaemonMetrics implements RequestMetrics {
 
     this.replicationGauges(registers);
     this.drillGauges(registers);
+    this.walArchivingGauges(registers);
     this.storeGauges(registers);
+  }
+
+  /**
+   * PostgreSQL's pg_stat_archiver, read once per scrape (every gauge below shares the read);
+   * absent on SQLite, or when the read fails.
+   */
+  private walArchivingGauges(registers: Registry[]): void {
+    let read: { at: number; status: Promise<WalArchivingStatus | undefined> } | undefined;
+    const status = () => {
+      const now = Date.now();
+      if (!read || now - read.at > 1000) read = { at: now, status: this.source?.walArchiving?.().catch(() => undefined) ?? Promise.resolve(undefined) };
+      return read.status;
+    };
+    new OptionalGauge<'state'>({
+      name: 'license_server_wal_archive_state',
+      help: 'PostgreSQL\'s WAL archiving (pgBackRest, docs/replication.md), 1 for the state it is in: ok, failing (the newest attempt failed), stale (completed WAL files wait and nothing was archived for max(300 s, 2 archive_timeout)), or off (archive_mode off). Absent on SQLite.',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        this.reset();
+        const current = await status();
+        if (current) for (const state of ['ok', 'failing', 'stale', 'off'] as const) this.set({ state }, current.state === state ? 1 : 0);
+      },
+    });
+    new OptionalGauge({
+      name: 'license_server_wal_archive_last_success_timestamp_seconds',
+      help: 'When PostgreSQL last archived a WAL file (pg_stat_archiver.last_archived_time), in Unix seconds. Absent on SQLite and until one is archived.',
+      registers,
+      async collect() {
+        this.reset();
+        const archivedAt = (await status())?.last_archived_at;
+        if (archivedAt) this.set(Date.parse(archivedAt) / 1000);
+      },
+    });
+    new OptionalGauge({
+      name: 'license_server_wal_archive_failures',
+      help: 'Failed attempts to archive a WAL file since PostgreSQL\'s statistics were reset (pg_stat_archiver.failed_count). Absent on SQLite.',
+      registers,
+      async collect() {
+        this.reset();
+        const current = await status();
+        if (current) this.set(current.failed_count);
+      },
+    });
+    new OptionalGauge({
+      name: 'license_server_wal_archive_waiting_segments',
+      help: 'Completed WAL files not archived yet: between the last archived and the one being written. Absent on SQLite, on a standby, and before the first archive.',
+      registers,
+      async collect() {
+        this.reset();
+        const waiting = (await status())?.waiting_segments;
+        if (waiting !== undefined && waiting !== null) this.set(waiting);
+      },
+    });
   }
 
   /** Read from the drill history at each scrape (a small file); absent until a drill is recorded. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { loadUntil, type Acknowledged } from '../support/host-loss-load.js';
 import { faultSeed } from '../support/kill-moments.js';
 import { prng } from '../support/prng.js';
 import { replicationFixture } from '../support/replication.js';
@@ -10,14 +11,6 @@ import { ok, runCli } from '../support/cli.js';
 import { verifyLicenseFile } from '../../src/lib/offline/verify.js';
 import { findLitestream } from '../../src/lib/replication/litestream-binary.js';
 
-interface Acknowledged {
-  readonly kind: 'license' | 'checkout' | 'activation';
-  /** The license's id, or the machine's hardware ID. */
-  readonly id: string;
-  readonly at: number;
-  readonly licenseFile?: string;
-}
-
 const ROUNDS = Number(process.env.HOST_LOSS_ROUNDS ?? 20);
 /**
  * Each client's pause between its requests: about 200 writes a second in all on an idle
@@ -25,7 +18,6 @@ const ROUNDS = Number(process.env.HOST_LOSS_ROUNDS ?? 20);
  * speed they wrote 400 a second and cost the suite 160 CPU seconds over 20 rounds).
  */
 const PACE_MS = Number(process.env.HOST_LOSS_PACE_MS ?? 10);
-const pause = () => new Promise((resolve) => setTimeout(resolve, PACE_MS));
 const SYNC_INTERVAL_MS = 1000;
 
 /**
@@ -55,40 +47,6 @@ describe(`a lost host, ${ROUNDS} rounds under load, restored from the replica al
     rmSync(work, { recursive: true, force: true });
   });
 
-  /** Three clients, each in a loop until `stop`, recording each acknowledged write. */
-  async function loadUntil(serve: ServeProcess, customerId: string, license: { id: string; key: string }, stopped: () => boolean): Promise<Acknowledged[]> {
-    const acknowledged: Acknowledged[] = [];
-    const token = serve.token!;
-    const quietly = <T>(request: Promise<T>) => request.catch(() => undefined);
-    const creations = async () => {
-      while (!stopped()) {
-        const answer = await quietly(api(serve.url, 'POST', '/api/licenses', { token, body: { customer_id: customerId, type: 'time_based', valid_until: '2099-12-31' } }));
-        if (answer?.status === 201) acknowledged.push({ kind: 'license', id: answer.body.id, at: Date.now() });
-        await pause();
-      }
-    };
-    let n = 0;
-    const checkouts = async () => {
-      while (!stopped()) {
-        const hardwareId = `checkout-${(n += 1)}`;
-        const answer = await quietly(api(serve.url, 'POST', `/api/licenses/${license.id}/checkout`, { token, body: { ttl_days: 30, hardware_id: hardwareId } }));
-        if (answer?.status === 200) acknowledged.push({ kind: 'checkout', id: hardwareId, at: Date.now(), licenseFile: answer.body.license_file });
-        await pause();
-      }
-    };
-    let m = 0;
-    const activations = async () => {
-      while (!stopped()) {
-        const hardwareId = `activation-${(m += 1)}`;
-        const answer = await quietly(api(serve.url, 'POST', '/api/v1/validate', { body: { license_key: license.key, hardware_id: hardwareId, version: '1.0.0' } }));
-        if (answer?.status === 200 && answer.body.valid === true) acknowledged.push({ kind: 'activation', id: hardwareId, at: Date.now() });
-        await pause();
-      }
-    };
-    await Promise.all([creations(), checkouts(), activations()]);
-    return acknowledged;
-  }
-
   it('loses no write acknowledged more than the sync interval and 1 s before, and the files signed before verify', async function () {
     this.timeout(ROUNDS * 60_000);
     const lostPerRound: number[] = [];
@@ -105,7 +63,7 @@ describe(`a lost host, ${ROUNDS} rounds under load, restored from the replica al
       // The loss: 1.5 to 5 s into the load, serve and Litestream at the same moment.
       const lossAfterMs = 1500 + random() * 3500;
       let lost = false;
-      const load = loadUntil(serve, customer.body.id, license.body, () => lost);
+      const load = loadUntil(serve, customer.body.id, license.body, () => lost, PACE_MS);
       await new Promise((resolve) => setTimeout(resolve, lossAfterMs));
       const litestreamPid = (await status(serve)).pid ?? ready.pid;
       const lossAt = Date.now();

@@ -100,8 +100,9 @@ describe('continuous replication by Litestream (serve, backup.replication) [sqli
   });
 
   it('a target that is down: the lag grows, errors count, backup.replication_stalled is raised once; when it is back, the replica catches up with no gap', async function () {
-    this.timeout(240_000);
+    // The issue's 5 minutes: REPLICATION_TARGET_DOWN_SECONDS=300 (the suite's 75 s passes the stall threshold).
     const downSeconds = Number(process.env.REPLICATION_TARGET_DOWN_SECONDS ?? 75);
+    this.timeout((downSeconds + 165) * 1000);
     const serve = await startServe(environment());
     const receiver = await startReceiver();
     closeAfter = receiver;

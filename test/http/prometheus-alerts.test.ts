@@ -149,6 +149,39 @@ describe('LicenseServerRestoreDrillFailed and LicenseServerRestoreDrillOverdue (
   });
 });
 
+/** Issue 37, Deliver 2: PostgreSQL's WAL archiving, in promtool's rule tests. */
+describe('LicenseServerWalArchivingFailing and LicenseServerWalArchivingOff (docs/prometheus-alerts.yml)', function () {
+  this.timeout(60_000);
+
+  it('fire after 10 minutes failing or stale, and after an hour off; never while ok', function () {
+    requirePrometheus(this, PROMTOOL);
+    const instance = 'a:9464';
+    const series = (state: string, values: string) => ({ series: `license_server_wal_archive_state{instance="${instance}",state="${state}"}`, values });
+    const failing = (state: string) => ({ exp_labels: { severity: 'critical', instance, state }, exp_annotations: {
+      summary: `WAL archiving on ${instance} is ${state}`,
+      description: 'PostgreSQL cannot archive its WAL (archive_command fails), or completed WAL files wait. Writes since the last archived file are on this host only. `license-server backup status` and PostgreSQL\'s log say why; `pgbackrest check` tests the whole path.',
+    } });
+    const off = { exp_labels: { severity: 'warning', instance }, exp_annotations: {
+      summary: `PostgreSQL behind ${instance} archives no WAL`,
+      description: 'archive_mode is off, so a lost host loses every write since the last backup, and no point in time can be restored. docs/replication.md ("PostgreSQL") sets up pgBackRest.',
+    } };
+    const at = (alertname: string, minutes: number, exp_alerts: unknown[]) => ({ eval_time: `${minutes}m`, alertname, exp_alerts });
+    const tests = [
+      // Failing from the start (ok, stale and off exported as 0 beside it).
+      { interval: '1m', input_series: [series('failing', '1+0x30'), series('ok', '0+0x30'), series('stale', '0+0x30'), series('off', '0+0x30')],
+        alert_rule_test: [at('LicenseServerWalArchivingFailing', 9, []), at('LicenseServerWalArchivingFailing', 11, [failing('failing')]), at('LicenseServerWalArchivingOff', 30, [])] },
+      // Stale for 12 minutes, then ok again: fires, then clears.
+      { interval: '1m', input_series: [series('stale', '1+0x12 0+0x10'), series('ok', '0+0x12 1+0x10')],
+        alert_rule_test: [at('LicenseServerWalArchivingFailing', 11, [failing('stale')]), at('LicenseServerWalArchivingFailing', 15, [])] },
+      { interval: '1m', input_series: [series('ok', '1+0x100'), series('failing', '0+0x100'), series('off', '0+0x100')],
+        alert_rule_test: [at('LicenseServerWalArchivingFailing', 90, []), at('LicenseServerWalArchivingOff', 90, [])] },
+      { interval: '1m', input_series: [series('off', '1+0x100')],
+        alert_rule_test: [at('LicenseServerWalArchivingOff', 59, []), at('LicenseServerWalArchivingOff', 61, [off])] },
+    ];
+    passRuleTests(tests);
+  });
+});
+
 /** Runs promtool's rule tests of docs/prometheus-alerts.yml (`tests` as promtool's test file has them) and asserts they pass. */
 function passRuleTests(tests: unknown[]): void {
   const dir = mkdtempSync(path.join(tmpdir(), 'license-alert-rules-'));

@@ -1,5 +1,5 @@
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { appendFileSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -22,8 +22,23 @@ export interface PrivatePostgres {
   /** pg_ctl stop -m fast: every session is told the server is shutting down (57P01), then it is gone. */
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** pg_ctl stop -m immediate: the server dies as with a power cut (no checkpoint, no goodbye to sessions). */
+  kill(): Promise<void>;
   /** Stops and removes the cluster. */
   destroy(): Promise<void>;
+  /** The cluster's data directory, its socket directory (the temporary one that holds both) and port. */
+  readonly dataDir: string;
+  readonly dir: string;
+  readonly port: number;
+  /** Runs a program as the cluster's OS user (postgres under root), in its directory. */
+  runAs(file: string, args: readonly string[], env?: Record<string, string>): Promise<{ stdout: string; stderr: string }>;
+}
+
+export interface PrivatePostgresOptions {
+  /** Lines for postgresql.conf, written after initdb (archive_mode and the like need them at start). */
+  readonly settings?: Readonly<Record<string, string>>;
+  /** More initdb arguments, such as --wal-segsize. */
+  readonly initdb?: readonly string[];
 }
 
 function postgresUser(): { uid: number; gid: number } | undefined {
@@ -57,7 +72,7 @@ export function usePrivatePostgres(): () => PrivatePostgres {
   };
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   if (!existsSync(path.join(BIN, 'initdb'))) throw new Error(`no initdb in ${BIN} (set LICENSE_TEST_POSTGRES_BIN)`);
   const user = postgresUser();
   const dir = mkdtempSync(path.join(tmpdir(), 'license-private-pg-'));
@@ -81,11 +96,13 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   };
   process.once('exit', stopAtExit);
   try {
-    await run(path.join(BIN, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], { ...as, cwd: dir });
+    await run(path.join(BIN, 'initdb'), ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', ...(options.initdb ?? [])], { ...as, cwd: dir });
+    const settings = Object.entries(options.settings ?? {}).map(([name, value]) => `${name} = '${value.replace(/'/g, "''")}'\n`).join('');
+    if (settings) appendFileSync(path.join(data, 'postgresql.conf'), settings);
     // Small and fast: a cluster of a few test databases, thrown away after.
-    const options = [`-p ${port}`, `-k ${dir}`, "-c listen_addresses=127.0.0.1", '-c fsync=off', '-c shared_buffers=16MB', '-c max_connections=60'].join(' ');
+    const serverOptions = [`-p ${port}`, `-k ${dir}`, "-c listen_addresses=127.0.0.1", '-c fsync=off', '-c shared_buffers=16MB', '-c max_connections=60'].join(' ');
     const start = async () => {
-      await pgCtl('start', '-o', options);
+      await pgCtl('start', '-o', serverOptions);
       running = true;
     };
     await start();
@@ -100,7 +117,15 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
         await pgCtl('stop', '-m', 'fast');
         running = false;
       },
+      async kill() {
+        await pgCtl('stop', '-m', 'immediate');
+        running = false;
+      },
       start,
+      dataDir: data,
+      dir,
+      port,
+      runAs: (file, args, env) => run(file, [...args], { ...as, cwd: dir, ...(env ? { env: { ...process.env, ...env } } : {}) }),
       async destroy() {
         process.off('exit', stopAtExit);
         if (running) await pgCtl('stop', '-m', 'immediate').catch(() => undefined);

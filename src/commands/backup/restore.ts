@@ -56,6 +56,9 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
   /** --to-time: the replica's state at that moment, packed as an archive in a scratch directory and restored as one. */
   private async restoreToTime(config: ResolvedConfig, text: string) {
     if (this.args.backup !== undefined) throw new LicenseServerError('USAGE', '--to-time restores a replica: give --target, not a backup');
+    if ((await import('../../lib/storage/open.js')).isPostgresUrl(config.settings.database.url)) {
+      throw new LicenseServerError('USAGE', '--to-time restores a SQLite replica; a PostgreSQL store is restored to a time by pgBackRest, from its archived WAL (docs/replication.md, "PostgreSQL")');
+    }
     if (this.flags.target === undefined) throw new LicenseServerError('USAGE', '--to-time needs --target, the replicated target to restore from');
     const [{ parseTimestamp }, { replicaArchiveAt }] = await Promise.all([import('../../lib/validate.js'), import('../../lib/replication/point-in-time.js')]);
     const toTime = parseTimestamp(text, '--to-time');

@@ -4,6 +4,7 @@ import { formatTable } from '../../cli/output.js';
 import { formatBytes } from '../../cli/progress.js';
 import { renderReport } from '../../cli/report.js';
 import type { PlaceStatus } from '../../lib/backup/status.js';
+import type { WalArchivingStatus } from '../../lib/backup/wal-archiving.js';
 import type { ResolvedConfig } from '../../lib/config/resolve.js';
 import { LicenseServerError } from '../../lib/errors.js';
 
@@ -29,8 +30,10 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
     const { openDatabase } = await import('../../lib/storage/open.js');
     const db = await openDatabase(config.settings.database.url, { migrate: false, create: false, timeouts: config.settings.database }).catch(() => undefined);
     let status: PlaceStatus[];
+    let walArchiving: WalArchivingStatus | undefined;
     try {
       status = await backupStatus({ config, ...(db ? { db } : {}), at: new Date(), ...(maxAgeMs === undefined ? {} : { maxAgeMs }), ...(places ? { places } : {}) });
+      if (db?.engine === 'postgres') walArchiving = await (await import('../../lib/backup/wal-archiving.js')).readWalArchiving(db);
     } finally {
       await db?.close();
     }
@@ -44,7 +47,10 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
       { header: 'NOT COPIED YET', value: notCopiedYet },
       { header: 'LAST ERROR', value: lastError },
     ]));
-    if (!this.jsonEnabled()) await this.sayReplicationAndDrills(config.settings);
+    if (!this.jsonEnabled()) {
+      if (walArchiving) this.sayWalArchiving(walArchiving);
+      await this.sayReplicationAndDrills(config.settings);
+    }
     const stale = status.filter((place) => place.stale);
     if (stale.length > 0) {
       const error = new LicenseServerError('BACKUP_STALE', `no good backup newer than ${this.flags['max-age']} on ${stale.map((place) => place.place).join(', ')}`);
@@ -52,6 +58,17 @@ With --max-age, exits 17 (BACKUP_STALE) when any place has no good backup newer 
       process.exitCode = error.exitCode;
     }
     return status;
+  }
+
+  /** PostgreSQL's own word on its WAL archiving (pg_stat_archiver), which pgBackRest does. */
+  private sayWalArchiving(archiving: WalArchivingStatus): void {
+    const last = archiving.last_archived_wal
+      ? `last archived ${archiving.last_archived_wal} ${formatAge(archiving.last_archived_age_seconds ?? 0)} ago`
+      : 'nothing archived yet';
+    const waiting = archiving.waiting_segments ? `, ${archiving.waiting_segments} WAL file(s) waiting` : '';
+    const failures = archiving.failed_count > 0 ? `, ${archiving.failed_count} failure(s) (last ${archiving.last_failed_at})` : '';
+    this.say(`\nWAL archiving (PostgreSQL): ${archiving.state}, ${last}${waiting}${failures}, archive_timeout ${archiving.archive_timeout_seconds}s`);
+    for (const line of [archiving.problem, ...archiving.warnings]) if (line) this.say(`  ${line}`);
   }
 
   /**

@@ -194,7 +194,8 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
         if (places && places[0] !== 'local') selectTargetSettings(places[0]!);
         const status = await backupStatus({ config: deps.state.config, db: deps.db, at: deps.clock ? deps.clock() : new Date(), ...(maxAgeMs === undefined ? {} : { maxAgeMs }), ...(places ? { places } : {}) });
         const [drill] = await (await import('../../lib/backup/drill-history.js')).readDrillHistory(deps.settings.backup.path);
-        return { json: { places: status, stale: status.some((place) => place.stale === true), replication: deps.state.replicator?.status() ?? null, drill: drill ?? null } };
+        const walArchiving = deps.db.engine === 'postgres' ? await (await import('../../lib/backup/wal-archiving.js')).readWalArchiving(deps.db) : null;
+        return { json: { places: status, stale: status.some((place) => place.stale === true), replication: deps.state.replicator?.status() ?? null, wal_archiving: walArchiving, drill: drill ?? null } };
       },
     },
     {
