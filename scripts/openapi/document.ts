@@ -303,6 +303,11 @@ const operations: Operation[] = [
     answers: { 200: json({ oneOf: [ref('RestoreReport'), ref('RestorePreview')] }, 'The report, or with `dry_run` the rehearsal\'s answer: the backup checked as the restore checks it, and what the restore would do to the signing keys. Another server\'s backup is restored only with `replace_keys` from an `admin` token.') },
     errors: [404, 409, 422, 502],
   },
+  {
+    method: 'post', path: '/api/replicas/{target}/restore', id: 'restoreReplica', tag: 'Backups', summary: 'Restore a replica to a point in time, or preview it', access: 'admin', scope: 'restore', body: requests.restoreReplica,
+    answers: { 200: json({ oneOf: [ref('ReplicaRestoreReport'), ref('ReplicaRestorePreview')] }, 'The restore\'s report, or with `dry_run` the rehearsal\'s answer, each with the replica\'s moment and where the configuration came from. SQLite only: a PostgreSQL store answers `400 INVALID_INPUT` (pgBackRest restores it).') },
+    errors: [400, 403, 404, 409, 422, 503],
+  },
   { method: 'post', path: '/api/backups/{backup_id}/copy', id: 'copyBackup', tag: 'Backups', summary: 'Copy a backup to off-site targets now', access: 'admin', scope: 'backups', body: requests.copy, bodyOptional: true, answers: { 200: json(ref('BackupCopies'), 'Each copy and its outcome.') }, errors: [404, 409, 502] },
   // Notifications
   { method: 'get', path: '/api/notifications/deliveries', id: 'listDeliveries', tag: 'Notifications', summary: 'List deliveries', access: 'admin', scope: 'read', query: ['status', 'event', 'retrying', ...PAGING], answers: { 200: list('Delivery', `Newest first. ${LIST_ORDER}`) } },
@@ -458,6 +463,7 @@ export function openApiDocument(version: string): Schema {
         id: { name: 'id', in: 'path', required: true, description: "The record's id (a UUID).", schema: { type: 'string' } },
         key_id: { name: 'key_id', in: 'path', required: true, description: 'A signing key id (16 hex digits).', schema: { type: 'string' } },
         backup_id: { name: 'backup_id', in: 'path', required: true, description: 'A backup id, as listed.', schema: { type: 'string' } },
+        target: { name: 'target', in: 'path', required: true, description: 'The name of a target that backup.replication replicates to.', schema: { type: 'string' } },
       },
       headers: HEADERS,
       responses: Object.fromEntries(

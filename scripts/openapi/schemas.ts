@@ -550,7 +550,34 @@ export const schemas: Record<string, Schema> = {
     [],
     'What a CSV import did, or with a dry run what it would do (docs/http-api.md, "CSV export and import").',
   ),
+  ReplicaMoment: object({
+    target: string,
+    to_time: { ...time, description: 'The moment asked for.' },
+    generation: { type: 'string', pattern: '^[0-9a-f]{16}$' },
+    snapshot: object({ index: integer, created_at: time }),
+    state_at: { ...time, description: 'When the newest WAL segment replayed was written: the state is the database\'s as of then (second precision).' },
+    available: object({ from: time, to: time }, [], 'The oldest and newest moments the replica can restore to now.'),
+  }),
+  ConfigurationSource: {
+    description: 'Where the restored config.yaml comes from: the backup archive nearest the moment, or this host\'s when backup.path holds none that can be read. Notification settings are tables of the database: the replica\'s.',
+    oneOf: [
+      object({ from: { const: 'backup' }, backup_id: string, created_at: time }),
+      object({ from: { const: 'this host' }, reason: string }),
+    ],
+  },
 };
+
+/** A restore's answer with what a point-in-time restore adds: the replica's moment and the configuration's source. */
+function withReplica(name: 'RestoreReport' | 'RestorePreview'): Schema {
+  const base = schemas[name]!;
+  return {
+    ...base,
+    properties: { ...(base.properties as Record<string, Schema>), replica: { $ref: '#/components/schemas/ReplicaMoment' }, configuration: { $ref: '#/components/schemas/ConfigurationSource' } },
+    required: [...(base.required as string[]), 'replica', 'configuration'],
+  };
+}
+schemas.ReplicaRestoreReport = withReplica('RestoreReport');
+schemas.ReplicaRestorePreview = withReplica('RestorePreview');
 
 /** Request bodies. Unknown members are refused (INVALID_INPUT), so these are closed too. */
 export const requests = {
@@ -619,6 +646,17 @@ export const requests = {
   retire: object({ force: boolean }, ['force']),
   validateBackup: object({ target: string }, ['target']),
   restore: object({ confirm: string, keep_revocations: boolean, force: boolean, dry_run: boolean, target: string, replace_keys: boolean }, ['confirm', 'keep_revocations', 'force', 'dry_run', 'target', 'replace_keys']),
+  restoreReplica: object(
+    {
+      to_time: { ...time, description: 'The moment to restore the replica to.' },
+      confirm: { type: 'string', description: 'The same text as `to_time`; required unless `dry_run`.' },
+      keep_revocations: boolean,
+      force: boolean,
+      dry_run: boolean,
+      replace_keys: boolean,
+    },
+    ['confirm', 'keep_revocations', 'force', 'dry_run', 'replace_keys'],
+  ),
   copy: object({ to: { ...array(string), minItems: 1 } }, ['to']),
   validate: object(
     {

@@ -7,7 +7,7 @@ import type { RestoreReport } from '../../lib/backup/restore.js';
 import type { RestorePreview } from '../../lib/backup/restore-preview.js';
 import { anotherServerWarning, previewLines, reportLines, type OutputLine } from '../../cli/restore-output.js';
 import type { ResolvedConfig } from '../../lib/config/resolve.js';
-import type { ReplicaMoment } from '../../lib/replication/point-in-time.js';
+import type { ConfigurationSource, ReplicaMoment } from '../../lib/replication/point-in-time.js';
 
 export default class BackupRestore extends BaseCommand<typeof BackupRestore> {
   static override description = `Restore a backup: database, configuration and notification settings.
@@ -64,9 +64,9 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     const toTime = parseTimestamp(text, '--to-time');
     const replica = await replicaArchiveAt({ config, target: this.flags.target, toTime, toolVersion: this.config.version, context: this.operationContext(), environment: process.env });
     try {
-      this.say(`replica on ${replica.moment.target} at ${replica.moment.to_time}: snapshot ${replica.moment.generation}/${replica.moment.snapshot.index} of ${replica.moment.snapshot.created_at}, replayed to the state of ${replica.moment.state_at} (it can restore to ${replica.moment.available.from} through ${replica.moment.available.to}); the configuration file is this host's`);
+      this.say(`replica on ${replica.moment.target} at ${replica.moment.to_time}: snapshot ${replica.moment.generation}/${replica.moment.snapshot.index} of ${replica.moment.snapshot.created_at}, replayed to the state of ${replica.moment.state_at} (it can restore to ${replica.moment.available.from} through ${replica.moment.available.to}); ${configurationText(replica.configuration)}`);
       const result = await this.restoreArchive({ config, reference: replica.archive, directory: undefined, target: undefined });
-      return { ...result, replica: replica.moment };
+      return { ...result, replica: replica.moment, configuration: replica.configuration };
     } finally {
       await replica.dispose();
     }
@@ -153,4 +153,11 @@ Revocations made after the backup survive it: admin tokens revoked in the replac
     if (!replace) throw new LicenseServerError('RESTORE_KEYS_NOT_CONFIRMED', 'replacing this server\'s signing keys and admin tokens was not confirmed; nothing was changed');
     return true;
   }
+}
+
+/** Where a point-in-time restore's config.yaml comes from, for its report line. */
+function configurationText(source: ConfigurationSource): string {
+  return source.from === 'backup'
+    ? `the configuration file comes from backup ${source.backup_id} of ${source.created_at}, the nearest to that moment; notification settings are the replica's`
+    : `the configuration file stays this host's (${source.reason}); notification settings are the replica's`;
 }

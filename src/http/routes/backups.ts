@@ -182,6 +182,50 @@ export function backupRoutes(deps: RouteDependencies): Route[] {
       },
     },
     {
+      // `backup restore --to-time T --target NAME` over the API: the replica as it was at T,
+      // packed as an archive (with the configuration of the backup nearest T) and restored as one.
+      method: 'POST',
+      path: '/api/replicas/:target/restore',
+      access: 'admin',
+      scope: 'restore',
+      handle: async ({ params, body, actor, scopes }) => {
+        expectFields(body, ['to_time'], ['confirm', 'keep_revocations', 'force', 'dry_run', 'replace_keys']);
+        const target = expectName(params.target!, 'target');
+        if (typeof body.to_time !== 'string') throw new LicenseServerError('INVALID_INPUT', '"to_time" must be a timestamp such as 2026-11-29T14:03:00Z');
+        const { parseTimestamp } = await import('../../lib/validate.js');
+        const toTime = parseTimestamp(body.to_time, 'to_time');
+        for (const flag of ['dry_run', 'keep_revocations', 'force', 'replace_keys'] as const) {
+          if (body[flag] !== undefined && typeof body[flag] !== 'boolean') throw new LicenseServerError('INVALID_INPUT', `"${flag}" must be true or false`);
+        }
+        if (deps.db.engine === 'postgres') {
+          throw new LicenseServerError('INVALID_INPUT', 'a point-in-time restore here restores a SQLite replica; a PostgreSQL store is restored to a time by pgBackRest, from its archived WAL (docs/replication.md, "PostgreSQL")');
+        }
+        const dryRun = body.dry_run === true;
+        const replaceKeys = body.replace_keys === true;
+        // Checked before the replica is read: a refusal costs nothing.
+        if (!dryRun && body.confirm !== body.to_time) {
+          throw new LicenseServerError('RESTORE_NOT_CONFIRMED', 'the body must repeat the moment as "confirm", exactly as "to_time" gives it');
+        }
+        if (replaceKeys && !scopeAllows(scopes, 'admin')) {
+          throw new LicenseServerError('TOKEN_SCOPE', 'letting another server\'s state replace this server\'s signing keys and admin tokens ("replace_keys") needs a token with the scope "admin"');
+        }
+        const { replicaArchiveAt } = await import('../../lib/replication/point-in-time.js');
+        const replica = await replicaArchiveAt({ config: deps.state.config, target, toTime, toolVersion: deps.toolVersion, context: context(actor), environment: deps.state.config.env });
+        try {
+          const about = { replica: replica.moment, configuration: replica.configuration };
+          if (dryRun) {
+            const { previewRestore } = await import('../../lib/backup/restore-preview.js');
+            return { json: { ...(await previewRestore({ config: deps.state.config, reference: replica.archive, db: deps.state.db })), ...about } };
+          }
+          const { restoreWhileServing } = await import('../backup-runner.js');
+          const report = await restoreWhileServing(deps, replica.archive, context(actor), { keepRevocations: body.keep_revocations as boolean | undefined, force: body.force as boolean | undefined, replaceKeys });
+          return { json: { ...report, ...about } };
+        } finally {
+          await replica.dispose();
+        }
+      },
+    },
+    {
       method: 'GET',
       path: '/api/backups/status',
       access: 'admin',

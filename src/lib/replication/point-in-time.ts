@@ -22,8 +22,19 @@ export interface ReplicaMoment {
   readonly available: { readonly from: string; readonly to: string };
 }
 
+/**
+ * Where a point-in-time restore's config.yaml comes from: the replica holds the database only
+ * (notification settings included: they are its tables), so the configuration is taken from
+ * the backup archive nearest the moment (the newest made at or before it, else the oldest
+ * after), or this host's when backup.path holds none that can be read.
+ */
+export type ConfigurationSource =
+  | { readonly from: 'backup'; readonly backup_id: string; readonly created_at: string }
+  | { readonly from: 'this host'; readonly reason: string };
+
 export interface ReplicaArchive {
   readonly moment: ReplicaMoment;
+  readonly configuration: ConfigurationSource;
   /** A backup archive of that state, in a private scratch directory: restore it as any archive (restore.ts). */
   readonly archive: string;
   /** Removes the scratch directory and everything in it. */
@@ -43,15 +54,16 @@ export interface ReplicaArchiveOptions {
 /**
  * Restores the replica on `target` as it was at `toTime` (Litestream's `restore -timestamp`)
  * into a private scratch directory, never into backup.path, and packs it as a backup
- * archive of this host's configuration, so that the restore that follows is any archive's
+ * archive with the configuration of the backup nearest that moment, so that the restore that follows is any archive's
  * restore: the same integrity, schema and signing-key checks, the same pre-restore backup and
  * swap, and the same refusal of another server's keys without their confirmation.
  */
 export async function replicaArchiveAt(options: ReplicaArchiveOptions): Promise<ReplicaArchive> {
   const restored = await restoreReplica(options);
   try {
-    const archive = await packAsArchive(restored.file, path.join(restored.scratch, 'backups'), options);
-    return { moment: restored.moment, archive, dispose: restored.dispose };
+    const nearest = await nearestConfiguration(options.config, options.toTime, path.join(restored.scratch, 'nearest'));
+    const archive = await packAsArchive(restored.file, path.join(restored.scratch, 'backups'), options, nearest.file);
+    return { moment: restored.moment, configuration: nearest.source, archive, dispose: restored.dispose };
   } catch (error) {
     await restored.dispose();
     throw error;
@@ -105,12 +117,40 @@ export async function restoreReplica(options: Omit<ReplicaArchiveOptions, 'toTim
   }
 }
 
-/** Makes a backup archive of the restored file, as `backup create` would of a store there. */
-async function packAsArchive(file: string, directory: string, options: ReplicaArchiveOptions): Promise<string> {
+/**
+ * The config.yaml of the backup archive nearest `toTime` in backup.path, read back whole
+ * (every chunk authenticated, as a restore reads it) into `scratch`.
+ */
+async function nearestConfiguration(config: ResolvedConfig, toTime: Date, scratch: string): Promise<{ source: ConfigurationSource; file: string | undefined }> {
+  const [{ listBackups }, { verifyArchive }] = await Promise.all([import('../backup/repository.js'), import('../backup/archive/verify.js')]);
+  const backups = await listBackups(config.settings.backup.path).catch(() => []);
+  const at = (record: { created_at: string }) => Date.parse(record.created_at);
+  const before = backups.filter((record) => at(record) <= toTime.getTime()).sort((a, b) => at(b) - at(a));
+  const after = backups.filter((record) => at(record) > toTime.getTime()).sort((a, b) => at(a) - at(b));
+  const nearest = before[0] ?? after[0];
+  if (!nearest) return { source: { from: 'this host', reason: `backup.path holds no backup archive` }, file: undefined };
+  try {
+    await mkdir(scratch, { mode: 0o700 });
+    const archive = await verifyArchive(path.join(config.settings.backup.path, nearest.file), { key: config.settings.backup.encryptionKey, extractTo: scratch });
+    const file = archive.files.get('config/config.yaml');
+    if (!file) return { source: { from: 'this host', reason: `the nearest backup, ${nearest.backup_id}, holds no config.yaml` }, file: undefined };
+    return { source: { from: 'backup', backup_id: nearest.backup_id, created_at: nearest.created_at }, file };
+  } catch (error) {
+    const reason = error instanceof LicenseServerError ? `${error.code}: ${error.message}` : String(error);
+    return { source: { from: 'this host', reason: `the nearest backup, ${nearest.backup_id}, cannot be read (${reason.slice(0, 200)})` }, file: undefined };
+  }
+}
+
+/** Makes a backup archive of the restored file, as `backup create` would of a store there, with `configFile` as its config.yaml. */
+async function packAsArchive(file: string, directory: string, options: ReplicaArchiveOptions, configFile: string | undefined): Promise<string> {
   const [{ openDatabase }, { createBackup }] = await Promise.all([import('../storage/open.js'), import('../backup/create.js')]);
   // createBackup creates only backup.path itself: a directory given to it must exist.
   await mkdir(directory, { mode: 0o700 });
-  const config: ResolvedConfig = { ...options.config, settings: { ...options.config.settings, database: { ...options.config.settings.database, url: file } } };
+  const config: ResolvedConfig = {
+    ...options.config,
+    ...(configFile ? { configFile } : {}),
+    settings: { ...options.config.settings, database: { ...options.config.settings.database, url: file } },
+  };
   const db = await openDatabase(file, { create: false, keyEncryptionKey: config.settings.signing.keyEncryptionKey });
   try {
     const record = await createBackup({ db, config, trigger: 'manual', toolVersion: options.toolVersion, context: options.context, directory });
