@@ -6,7 +6,8 @@ import { writeFileDurably } from '../files/durable-write.js';
 import { replicaAgeKeys } from './age-identity.js';
 import { findLitestream } from './litestream-binary.js';
 import { litestreamConfig } from './litestream-config.js';
-import { holds, localPosition, readLogLine, type WalPosition } from './replica-position.js';
+import { ReplicaLag } from './replica-lag.js';
+import { localPosition, readLogLine, type WalPosition } from './replica-position.js';
 import type { ReplicationSettings } from './settings.js';
 import { writeReplicationStatus } from './status-file.js';
 
@@ -74,8 +75,8 @@ const POLL_MS = 1000;
  * Lag is read from Litestream's own log and files: where each replica is, from the lines
  * replica-position.ts reads (at each start Litestream logs where it found the replica, then
  * each segment it uploads), and how far the database is, from the shadow WAL beside it once
- * Litestream has copied the WAL into it since its start. A replica is behind from the first
- * look that finds the database further than the replica, until it catches up.
+ * Litestream has copied the WAL into it since its start. A replica is behind since the oldest
+ * look that found the database further than the replica is now (replica-lag.ts).
  */
 export class Replicator {
   private child: ChildProcess | undefined;
@@ -92,6 +93,7 @@ export class Replicator {
   private readonly replicas = new Map<string, ReplicaState>();
   private readonly now: () => number;
   private recording: Promise<void> | undefined;
+  private readonly lag = new ReplicaLag();
 
   private constructor(
     private readonly options: ReplicatorOptions,
@@ -152,6 +154,21 @@ export class Replicator {
   }
 
   /**
+   * Runs `work` with Litestream stopped, then starts it again on a new generation (resume):
+   * for a checkpoint that must reach the end of the WAL, which Litestream's read lock forbids.
+   * Writes made meanwhile reach the replica with the new generation's snapshot.
+   */
+  async whilePaused<T>(work: () => Promise<T>): Promise<T> {
+    if (this.state !== 'replicating' && this.state !== 'restarting') return work();
+    await this.pause();
+    try {
+      return await work();
+    } finally {
+      await this.resume();
+    }
+  }
+
+  /**
    * After a restore (or a failed one): drops the shadow WAL, whose generation described the
    * old file, and starts Litestream again, which begins a new generation from the restored one.
    */
@@ -160,6 +177,7 @@ export class Replicator {
     const meta = path.join(path.dirname(this.options.databasePath), `.${path.basename(this.options.databasePath)}-litestream`);
     await rm(meta, { recursive: true, force: true });
     this.local = undefined;
+    this.lag.clear();
     this.backoffMs = FIRST_BACKOFF_MS;
     this.spawnChild();
   }
@@ -320,20 +338,24 @@ export class Replicator {
     this.killHungUpload(now);
     if (!local) return;
     this.local = local;
+    this.lag.observe(now, local);
     for (const [name, replica] of this.replicas) {
-      if (this.state === 'replicating' && this.shadowSyncedAt !== undefined && replica.position && holds(replica.position, local)) {
+      const known = this.state === 'replicating' && this.shadowSyncedAt !== undefined && replica.position !== undefined;
+      const since = known ? this.lag.behindSince(replica.position!) : (replica.behindSince ?? now);
+      if (since === undefined) {
         replica.behindSince = undefined;
         replica.caughtUpAt = now;
         replica.stalled = false;
         continue;
       }
-      replica.behindSince ??= now;
+      replica.behindSince = since;
       const lagSeconds = (now - replica.behindSince) / 1000;
       if (!replica.stalled && lagSeconds * 1000 >= stallThresholdMs(this.options.settings)) {
         replica.stalled = true;
         this.options.onStalled?.(name, Math.round(lagSeconds), replica.lastError?.message);
       }
     }
+    this.lag.forget([...this.replicas.values()].map((replica) => replica.position));
   }
 }
 
