@@ -172,4 +172,25 @@ describe('continuous replication by Litestream (serve, backup.replication) [sqli
     await gone(after.pid, 'Litestream, after serve was killed');
     assert.deepEqual(await restoreByHand(databasePath), ['After the restore', 'In the backup']);
   });
+
+  it('retiring a signing key through the API erases its bytes from the database files: Litestream is paused for the checkpoint, and replication goes on in a new generation', async function () {
+    this.timeout(90_000);
+    const serve = await startServe(environment());
+    await createCustomer(serve, 'Before');
+    const first = await caughtUp(serve);
+    const rotated = await api(serve.url, 'POST', '/api/signing-keys/rotate', { token: serve.token!, body: {} });
+    assert.equal(rotated.status, 200, rotated.text);
+    const retired = await api(serve.url, 'POST', `/api/signing-keys/${rotated.body.previous.key_id}/retire`, { token: serve.token!, body: { force: true } });
+    assert.equal(retired.status, 200, retired.text);
+    // Before: "a reader of the SQLite database kept the checkpoint from finishing": Litestream's read lock.
+    assert.equal(retired.body.erase_warning, null);
+    await createCustomer(serve, 'After');
+    const after = await caughtUp(serve);
+    assert.notEqual(after.local_position.split('/')[0], first.local_position.split('/')[0], 'a new generation');
+    const databasePath = databaseOf(serve);
+    await serve.stop('SIGKILL');
+    await gone(after.pid, 'Litestream, after serve was killed');
+    rmSync(path.dirname(databasePath), { recursive: true, force: true });
+    assert.deepEqual(await restoreByHand(databasePath), ['After', 'Before']);
+  });
 });

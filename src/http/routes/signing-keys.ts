@@ -116,7 +116,7 @@ export function signingKeyRoutes(deps: RouteDependencies): Route[] {
         expectFields(body, [], ['force']);
         const force = body.force === undefined ? false : body.force;
         if (typeof force !== 'boolean') throw new LicenseServerError('INVALID_INPUT', 'force must be true or false');
-        const retired = await retireSigningKey(deps.db, params.key_id!, { force, graceHours: deps.settings.grace.hours, databaseUrl: deps.settings.database.url }, context(actor));
+        const retired = await retireSigningKey(deps.db, params.key_id!, { force, graceHours: deps.settings.grace.hours, databaseUrl: deps.settings.database.url, erase: { aroundCheckpoint: (checkpoint) => deps.state.replicator?.whilePaused(checkpoint) ?? checkpoint() } }, context(actor));
         return { json: { ...describe(retired), retired_at: retired.retired_at, forced: retired.forced, signed_valid_until: retired.signed_valid_until, erase_warning: retired.erase_warning } };
       },
     },

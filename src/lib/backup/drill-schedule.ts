@@ -1,5 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
-import { setTimerUntil, type LongTimer, type TimerClock } from '../long-timer.js';
+import type { TimerClock } from '../long-timer.js';
+import { SlotRuns } from '../slot-runs.js';
 
 export interface DrillScheduleOptions {
   readonly expression: string;
@@ -16,46 +17,39 @@ export interface DrillScheduleOptions {
  * alert on the last success's age says that drills stopped.
  */
 export class DrillSchedule {
-  private timer: LongTimer | undefined;
-  private running: Promise<void> | undefined;
   private next: Date | undefined;
-  private stopped = false;
+  private readonly runs: SlotRuns;
 
-  constructor(private readonly options: DrillScheduleOptions) {}
+  constructor(private readonly options: DrillScheduleOptions) {
+    this.runs = new SlotRuns(
+      options.clock,
+      (now) => {
+        this.next = CronExpressionParser.parse(options.expression, { currentDate: now }).next().toDate();
+        return this.next;
+      },
+      () =>
+        options.run().then(
+          () => undefined,
+          (error: unknown) => options.log?.({ level: 'error', msg: 'scheduled restore drill could not run', error: String(error).slice(0, 300) }),
+        ),
+    );
+  }
 
   start(): void {
-    this.schedule();
+    this.runs.arm();
   }
 
   stop(): void {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = undefined;
+    this.runs.stop();
   }
 
   /** Waits for a drill in progress (for a graceful shutdown). */
-  async idle(): Promise<void> {
-    await this.running;
+  idle(): Promise<void> {
+    return this.runs.idle();
   }
 
   nextRun(): Date | undefined {
     return this.next;
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    const next = CronExpressionParser.parse(this.options.expression, { currentDate: this.options.clock.now() }).next().toDate();
-    this.next = next;
-    this.timer = setTimerUntil(this.options.clock, next.getTime(), () => {
-      this.timer = undefined;
-      this.running = this.options
-        .run()
-        .then(
-          () => undefined,
-          (error: unknown) => this.options.log?.({ level: 'error', msg: 'scheduled restore drill could not run', error: String(error).slice(0, 300) }),
-        )
-        .finally(() => this.schedule());
-    });
   }
 }
 

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { CronExpressionParser } from 'cron-parser';
-import { setTimerUntil, type LongTimer, type TimerClock } from '../long-timer.js';
+import type { TimerClock } from '../long-timer.js';
+import { SlotRuns } from '../slot-runs.js';
 import type { Database } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 
@@ -41,13 +42,21 @@ export interface SchedulerOptions {
  * backup is older than the last slot) is caught up once.
  */
 export class BackupScheduler {
-  private timer: LongTimer | undefined;
   private next: Date | undefined;
-  private stopped = false;
-  private running: Promise<void> | undefined;
   private readonly owner = `${hostname()}:${process.pid}`;
+  // A yearly slot is further away than one setTimeout holds: SlotRuns reaches it with a chain of timers.
+  private readonly runs: SlotRuns;
 
-  constructor(private readonly options: SchedulerOptions) {}
+  constructor(private readonly options: SchedulerOptions) {
+    this.runs = new SlotRuns(
+      options.clock,
+      (now) => {
+        this.next = CronExpressionParser.parse(options.expression, { currentDate: now }).next().toDate();
+        return this.next;
+      },
+      (slot) => this.runSlot(slot),
+    );
+  }
 
   async start(): Promise<void> {
     const now = this.options.clock.now();
@@ -55,20 +64,18 @@ export class BackupScheduler {
     const newest = await this.options.newestBackup();
     if (!newest || newest.getTime() < previous.getTime()) {
       this.options.log?.({ msg: 'catching up a missed scheduled backup', slot: previous.toISOString() });
-      await this.runSlot(previous);
+      await this.runs.track(this.runSlot(previous));
     }
-    this.schedule();
+    this.runs.arm();
   }
 
   stop(): void {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = undefined;
+    this.runs.stop();
   }
 
   /** Waits for a run in progress (for a graceful shutdown). */
-  async idle(): Promise<void> {
-    await this.running;
+  idle(): Promise<void> {
+    return this.runs.idle();
   }
 
   async status(): Promise<SchedulerStatus> {
@@ -79,18 +86,6 @@ export class BackupScheduler {
       next_run: this.next?.toISOString() ?? null,
       last_run: rows[0] ? toRun(rows[0]) : null,
     };
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    const now = this.options.clock.now();
-    const next = CronExpressionParser.parse(this.options.expression, { currentDate: now }).next().toDate();
-    this.next = next;
-    // A yearly slot is further away than one setTimeout holds: a chain of timers reaches it.
-    this.timer = setTimerUntil(this.options.clock, next.getTime(), () => {
-      this.timer = undefined;
-      this.running = this.runSlot(next).finally(() => this.schedule());
-    });
   }
 
   private slotBefore(now: Date): Date {

@@ -1,4 +1,5 @@
-import { setTimerUntil, type LongTimer, type TimerClock } from '../long-timer.js';
+import type { TimerClock } from '../long-timer.js';
+import { SlotRuns } from '../slot-runs.js';
 import type { Database } from '../storage/types.js';
 import { scanLicenseDeadlines } from './license-clock.js';
 
@@ -28,57 +29,39 @@ export interface LicenseClockRound {
  * round's).
  */
 export class LicenseClockScheduler {
-  private timer: LongTimer | undefined;
-  private stopped = false;
-  private running: Promise<unknown> | undefined;
   private readonly intervalMs: number;
+  private readonly runs: SlotRuns;
 
   constructor(private readonly options: LicenseClockOptions) {
     const minutes = options.intervalMinutes ?? 15;
     if (!Number.isFinite(minutes) || minutes <= 0) throw new RangeError(`the license clock's interval must be a positive number of minutes, got ${minutes}`);
     this.intervalMs = minutes * 60_000;
+    this.runs = new SlotRuns(options.clock, (now) => new Date(this.slotOf(now).getTime() + this.intervalMs), (slot) => this.round(slot));
   }
 
   /** The catch-up round, then the schedule; resolves once the catch-up is done. */
   async start(): Promise<LicenseClockRound | undefined> {
-    const first = this.track(this.round(this.slotOf(this.options.clock.now())));
-    const result = await first;
-    this.schedule();
+    const result = await this.runs.track(this.round(this.slotOf(this.options.clock.now())));
+    this.runs.arm();
     return result;
   }
 
   stop(): void {
-    this.stopped = true;
-    this.timer?.cancel();
-    this.timer = undefined;
+    this.runs.stop();
   }
 
   /** Waits for a round in progress (for a graceful shutdown, and for tests). */
-  async idle(): Promise<void> {
-    await this.running;
-  }
-
-  private track<T>(promise: Promise<T>): Promise<T> {
-    this.running = promise;
-    return promise;
+  idle(): Promise<void> {
+    return this.runs.idle();
   }
 
   private slotOf(at: Date): Date {
     return new Date(Math.floor(at.getTime() / this.intervalMs) * this.intervalMs);
   }
 
-  private schedule(): void {
-    if (this.stopped) return;
-    const next = this.slotOf(this.options.clock.now()).getTime() + this.intervalMs;
-    this.timer = setTimerUntil(this.options.clock, next, () => {
-      this.timer = undefined;
-      void this.track(this.round(new Date(next))).finally(() => this.schedule());
-    });
-  }
-
   /** Never throws: a failed round is logged, and the schedule goes on. */
   private async round(slot: Date): Promise<LicenseClockRound | undefined> {
-    if (this.stopped) return undefined;
+    if (this.runs.isStopped) return undefined;
     try {
       const db = this.options.database();
       const now = this.options.clock.now();

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { Database } from '../storage/types.js';
 
 /** How long the PostgreSQL table rewrite waits for its lock before it gives up (daemons read the table for every signature). */
@@ -27,8 +29,18 @@ const CHECKPOINT_ATTEMPTS = 5;
  * Returns null when the bytes are gone from the files, or why they may not be (the change
  * itself stands either way): the caller shows it as a warning.
  */
-export async function eraseReplacedKeys(db: Database, databaseUrl: string): Promise<string | null> {
-  return db.engine === 'sqlite' ? checkpointSqlite(db) : rewritePostgresTable(databaseUrl);
+export async function eraseReplacedKeys(db: Database, databaseUrl: string, options: EraseOptions = {}): Promise<string | null> {
+  if (db.engine !== 'sqlite') return rewritePostgresTable(databaseUrl);
+  return options.aroundCheckpoint ? options.aroundCheckpoint(() => checkpointSqlite(db)) : checkpointSqlite(db);
+}
+
+export interface EraseOptions {
+  /**
+   * Runs the SQLite checkpoint: serve's replicator pauses Litestream around it, since
+   * Litestream holds a read transaction open that keeps a TRUNCATE checkpoint from ever
+   * reaching the end of the WAL (and starts a new generation after it).
+   */
+  readonly aroundCheckpoint?: (checkpoint: () => Promise<string | null>) => Promise<string | null>;
 }
 
 async function checkpointSqlite(db: Database): Promise<string | null> {
@@ -37,6 +49,13 @@ async function checkpointSqlite(db: Database): Promise<string | null> {
     if (result && Number(result.busy) === 0) return null;
     if (attempt === CHECKPOINT_ATTEMPTS) break;
     await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+  }
+  if (existsSync(path.join(path.dirname(db.location), `.${path.basename(db.location)}-litestream`))) {
+    return (
+      `Litestream, which serve runs beside ${db.location} to replicate it, holds a read lock that kept the checkpoint from finishing, so the replaced private key bytes ` +
+      `may stay in ${db.location}-wal and ${db.location} until its next checkpoint; retire keys through the daemon's API, which pauses Litestream for it, ` +
+      `or run \`sqlite3 ${db.location} 'PRAGMA wal_checkpoint(TRUNCATE)'\` while serve is stopped. The replicas keep the bytes until their retention ends`
+    );
   }
   return (
     `a reader of the SQLite database kept the checkpoint from finishing, so the replaced private key bytes may stay in ${db.location}-wal ` +

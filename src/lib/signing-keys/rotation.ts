@@ -114,6 +114,7 @@ export interface RetireOptions {
   readonly graceHours: number;
   /** database.url, for erasing the deleted private key from the database files (erase.ts). */
   readonly databaseUrl: string;
+  readonly erase?: import('./erase.js').EraseOptions;
 }
 
 /**
@@ -158,7 +159,7 @@ export async function retireSigningKey(
     return { ...(await getSigningKey(tx, keyId)), signed_valid_until: until, forced: inUse };
   });
   const { eraseReplacedKeys } = await import('./erase.js');
-  return { ...retired, erase_warning: await eraseReplacedKeys(db, options.databaseUrl) };
+  return { ...retired, erase_warning: await eraseReplacedKeys(db, options.databaseUrl, options.erase) };
 }
 
 /**
