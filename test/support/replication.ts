@@ -10,6 +10,16 @@ import { api, type ServeProcess } from './serve.js';
 
 const run = promisify(execFile);
 
+/** Where an s3 target's replica is, and the key that reads it. */
+export interface S3Replica {
+  readonly endpoint: string;
+  readonly region: string;
+  readonly bucket: string;
+  readonly prefix: string;
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+}
+
 /**
  * What the replication tests share (issue 37): a daemon replicating to a file target, its
  * replication status, and the restore by hand of docs/replication.md, which reads the replica
@@ -59,22 +69,18 @@ export function replicationFixture(options: { readonly work: () => string; reado
       }
     },
     /** docs/replication.md, "Restoring by hand with Litestream", steps 1-4: the restored file's path. */
-    async restoreByHand(databasePath: string, timestamp?: string): Promise<string> {
+    async restoreByHand(databasePath: string, timestamp?: string, s3?: S3Replica): Promise<string> {
       const scalar = Buffer.from(hkdfSync('sha256', backupKey, 'license-server replication', 'age X25519 identity v1', 32));
       const identity = bech32.encode('age-secret-key-', bech32.toWords(scalar), false).toUpperCase();
       const config = path.join(options.work(), 'restore.yml');
-      writeFileSync(config, [
-        'dbs:',
-        `  - path: ${JSON.stringify(databasePath)}`,
-        '    replicas:',
-        '      - type: file',
-        `        path: ${JSON.stringify(path.join(targetDir(), 'replica'))}`,
-        '        age:',
-        "          identities: ['${AGE_IDENTITY}']",
-        '',
-      ].join('\n'));
+      // Step 2: the replica as docs/replication.md writes it for a file target, or for s3.
+      const replica = s3
+        ? ['      - type: s3', `        bucket: ${s3.bucket}`, `        path: ${s3.prefix}/replica`, `        endpoint: ${s3.endpoint}`, `        region: ${s3.region}`, '        force-path-style: true']
+        : ['      - type: file', `        path: ${JSON.stringify(path.join(targetDir(), 'replica'))}`];
+      writeFileSync(config, ['dbs:', `  - path: ${JSON.stringify(databasePath)}`, '    replicas:', ...replica, '        age:', "          identities: ['${AGE_IDENTITY}']", ''].join('\n'));
       const output = path.join(options.work(), `restored-${randomBytes(4).toString('hex')}.db`);
-      await run(options.litestream(), ['restore', '-config', config, ...(timestamp ? ['-timestamp', timestamp] : []), '-o', output, databasePath], { env: { AGE_IDENTITY: identity } });
+      const credentials = s3 ? { LITESTREAM_ACCESS_KEY_ID: s3.accessKeyId, LITESTREAM_SECRET_ACCESS_KEY: s3.secretAccessKey } : {};
+      await run(options.litestream(), ['restore', '-config', config, ...(timestamp ? ['-timestamp', timestamp] : []), '-o', output, databasePath], { env: { AGE_IDENTITY: identity, ...credentials } });
       const { stdout: integrity } = await run('sqlite3', [output, 'PRAGMA integrity_check']);
       assert.equal(integrity.trim(), 'ok');
       return output;

@@ -37,7 +37,9 @@ import { SignatureV4 } from '@smithy/signature-v4';
  * uploads. The front answers those two from s3rver's own store directory
  * (<bucket>/._S3rver_uploads/<upload id>/key), and refuses parts for an upload it aborted
  * (NoSuchUpload) as S3 does. Virtual-host requests (Host: <bucket>.localhost:<port>) are
- * passed on in path style, the only one s3rver takes from 127.0.0.1.
+ * passed on in path style, the only one s3rver takes from 127.0.0.1. Its listing with a
+ * delimiter misses common prefixes that hold only deeper ones (listCommonPrefixesAtAnyDepth,
+ * below, mends it), which left a Litestream replica on it unreadable.
  *
  * Candidates tried before this one, so that the next person need not:
  * - s3rver alone: no SigV4 check (above).
@@ -211,6 +213,7 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
   try {
     // s3rver is CommonJS without types of its own; only what is used here is declared.
     const S3rver = ((await import('s3rver' as string)) as { default: new (options: object) => S3rverInstance }).default;
+    await listCommonPrefixesAtAnyDepth();
     s3rver = new S3rver({ address: '127.0.0.1', port: 0, silent: true, directory: dir, vhostBuckets: false, configureBuckets: [] });
     const upstreamPort = (await s3rver.run()).port;
 
@@ -523,6 +526,45 @@ export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Te
  * For a suite's before(): the server, or under CI=true a failure when it cannot start
  * (never a skip); elsewhere the suite is skipped, loudly.
  */
+interface ListedObjects {
+  objects: Array<{ key: string }>;
+  commonPrefixes: string[];
+  isTruncated: boolean;
+}
+
+/**
+ * s3rver 3.7.1 lists with a delimiter by walking its store's directories and skipping those
+ * below a common prefix, so a prefix that holds only deeper "directories" is never found:
+ * `generations/<id>/` of a Litestream replica (whose objects are under `snapshots/` and `wal/`)
+ * lists as nothing, and Litestream restores nothing. S3 groups every key below the prefix.
+ * Patched once, in this process's s3rver: the objects are listed without the delimiter and
+ * grouped here, at any depth, as S3 does.
+ */
+let listingPatched = false;
+async function listCommonPrefixesAtAnyDepth(): Promise<void> {
+  if (listingPatched) return;
+  const { default: FilesystemStore } = (await import('s3rver/lib/stores/filesystem.js' as string)) as {
+    default: { prototype: { listObjects(bucket: string, options: { delimiter?: string; prefix?: string; maxKeys?: number; startAfter?: string }): Promise<ListedObjects> } };
+  };
+  const original = FilesystemStore.prototype.listObjects;
+  FilesystemStore.prototype.listObjects = async function (bucket, options) {
+    if (!options.delimiter) return original.call(this, bucket, options);
+    const all = await original.call(this, bucket, { ...options, delimiter: '', maxKeys: Infinity });
+    const prefix = options.prefix ?? '';
+    const prefixes = new Set<string>();
+    const objects: Array<{ key: string }> = [];
+    for (const object of all.objects) {
+      const at = object.key.slice(prefix.length).indexOf(options.delimiter);
+      if (at === -1) objects.push(object);
+      else prefixes.add(object.key.slice(0, prefix.length + at + options.delimiter.length));
+    }
+    // As s3rver pages (by the last object's key), max-keys counts objects only.
+    const maxKeys = options.maxKeys ?? Infinity;
+    return { objects: objects.slice(0, maxKeys), commonPrefixes: [...prefixes].sort(), isTruncated: objects.length > maxKeys };
+  };
+  listingPatched = true;
+}
+
 export async function startS3ServerOrSkip(context: Mocha.Context, options?: S3ServerOptions): Promise<S3TestServer> {
   try {
     return await startS3Server(options);
