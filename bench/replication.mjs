@@ -98,5 +98,6 @@ try {
   console.log(`replication lag during checkouts: p50 ${quantile(lags, 0.5)} s, p99 ${quantile(lags, 0.99)} s, max ${Math.max(...lags)} s over ${lags.length} samples (goal p99 < 2 s); Litestream restarts ${status.restarts}, errors ${status.replicas[0].errors}`);
 } finally {
   for (const child of children) child.kill('SIGKILL');
-  rmSync(work, { recursive: true, force: true });
+  // Litestream outlives its killed serve by up to a second, still writing into the target.
+  rmSync(work, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
 }
