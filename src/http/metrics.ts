@@ -123,6 +123,8 @@ export class DaemonMetrics implements RequestMetrics {
   /** For openDatabase: what storage reports (lib/storage/observer.ts). */
   readonly storage: StorageObserver;
   private source: StoreSource | undefined;
+  /** pg_stat_archiver as this scrape read it: one read for the gauges that show it. */
+  private walArchivingRead: Promise<WalArchivingStatus | undefined> | undefined;
   /** The store's figures, read in the background once watch() is called; a scrape only renders them. */
   private cache: StoreFiguresCache | undefined;
   private readonly clock: () => Date;
@@ -232,16 +234,11 @@ export class DaemonMetrics implements RequestMetrics {
   }
 
   /**
-   * PostgreSQL's pg_stat_archiver, read once per scrape (every gauge below shares the read);
-   * absent on SQLite, or when the read fails.
+   * PostgreSQL's pg_stat_archiver, read once per scrape (every gauge below shares the read,
+   * which render() forgets); absent on SQLite, or when the read fails.
    */
   private walArchivingGauges(registers: Registry[]): void {
-    let read: { at: number; status: Promise<WalArchivingStatus | undefined> } | undefined;
-    const status = () => {
-      const now = Date.now();
-      if (!read || now - read.at > 1000) read = { at: now, status: this.source?.walArchiving?.().catch(() => undefined) ?? Promise.resolve(undefined) };
-      return read.status;
-    };
+    const status = () => (this.walArchivingRead ??= this.source?.walArchiving?.().catch(() => undefined) ?? Promise.resolve(undefined));
     new OptionalGauge<'state'>({
       name: 'license_server_wal_archive_state',
       help: 'PostgreSQL\'s WAL archiving (pgBackRest, docs/replication.md), 1 for the state it is in: ok, failing (the newest attempt failed), stale (completed WAL files wait and nothing was archived for max(300 s, 2 archive_timeout)), or off (archive_mode off). Absent on SQLite.',
@@ -430,6 +427,7 @@ export class DaemonMetrics implements RequestMetrics {
 
   /** The Prometheus text format, METRICS_CONTENT_TYPE. Sends nothing to the database: the store's figures are the newest background read's. */
   render(): Promise<string> {
+    this.walArchivingRead = undefined;
     return this.registry.metrics();
   }
 

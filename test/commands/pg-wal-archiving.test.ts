@@ -78,27 +78,32 @@ describe('PostgreSQL WAL archiving by pgBackRest: status, point-in-time restore,
     const cliEnv = { LICENSE_DATABASE_URL: databaseUrl, LICENSE_DATA_DIR: path.join(work, 'data') };
     const table = ok(await runCli(['backup', 'status'], { env: cliEnv, cwd: work })).stdout;
     assert.match(table, /^WAL archiving \(PostgreSQL\): ok, last archived [0-9A-F]{24} \d+m \d+s ago, archive_timeout 2s$/m);
-    const metrics = (await api(serve.url, 'GET', '/metrics', { token })).text;
-    assert.match(metrics, /^license_server_wal_archive_state\{state="ok"\} 1$/m);
-    assert.match(metrics, /^license_server_wal_archive_last_success_timestamp_seconds \d+(\.\d+)?$/m);
+    const metrics = (await api(serve.url, 'GET', '/metrics', { token })).text.split('\n').filter((line) => line.startsWith('license_server_wal_archive')).join('\n');
+    assert.match(metrics, /^license_server_wal_archive_state\{state="ok"\} 1$/m, metrics);
+    assert.match(metrics, /^license_server_wal_archive_last_success_timestamp_seconds \d+(\.\d+)?$/m, metrics);
 
     // archive_command fails: PostgreSQL keeps the WAL and retries; the status says so.
-    await cluster().sql("ALTER SYSTEM SET archive_command = 'false'");
-    await cluster().sql('SELECT pg_reload_conf()');
-    await api(serve.url, 'POST', '/api/customers', { token, body: { name: 'While archiving fails' } });
-    await cluster().sql('SELECT pg_switch_wal()');
-    const deadline = Date.now() + scaledMs(30_000);
-    let failing = status.body.wal_archiving;
-    while (failing.state !== 'failing') {
-      if (Date.now() > deadline) assert.fail(`archiving did not show as failing: ${JSON.stringify(failing)}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-      failing = (await api(serve.url, 'GET', '/api/backups/status', { token })).body.wal_archiving;
+    // Put back in a finally: the next test's rounds need archiving to work.
+    try {
+      await cluster().sql("ALTER SYSTEM SET archive_command = 'false'");
+      await cluster().sql('SELECT pg_reload_conf()');
+      await api(serve.url, 'POST', '/api/customers', { token, body: { name: 'While archiving fails' } });
+      await cluster().sql('SELECT pg_switch_wal()');
+      const deadline = Date.now() + scaledMs(30_000);
+      let failing = status.body.wal_archiving;
+      while (failing.state !== 'failing') {
+        if (Date.now() > deadline) assert.fail(`archiving did not show as failing: ${JSON.stringify(failing)}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        failing = (await api(serve.url, 'GET', '/api/backups/status', { token })).body.wal_archiving;
+      }
+      assert.ok(failing.failed_count > 0 && failing.problem.includes('failed'), JSON.stringify(failing));
+      assert.match(ok(await runCli(['backup', 'status'], { env: cliEnv, cwd: work })).stdout, /^WAL archiving \(PostgreSQL\): failing, .*\n {2}archiving [0-9A-F]{24} failed at /m);
+      const failingMetrics = (await api(serve.url, 'GET', '/metrics', { token })).text.split('\n').filter((line) => line.startsWith('license_server_wal_archive')).join('\n');
+      assert.match(failingMetrics, /^license_server_wal_archive_state\{state="failing"\} 1$/m, failingMetrics);
+    } finally {
+      await cluster().sql('ALTER SYSTEM RESET archive_command');
+      await cluster().sql('SELECT pg_reload_conf()');
     }
-    assert.ok(failing.failed_count > 0 && failing.problem.includes('failed'), JSON.stringify(failing));
-    assert.match(ok(await runCli(['backup', 'status'], { env: cliEnv, cwd: work })).stdout, /^WAL archiving \(PostgreSQL\): failing, .*\n {2}archiving [0-9A-F]{24} failed at /m);
-    assert.match((await api(serve.url, 'GET', '/metrics', { token })).text, /^license_server_wal_archive_state\{state="failing"\} 1$/m);
-    await cluster().sql('ALTER SYSTEM RESET archive_command');
-    await cluster().sql('SELECT pg_reload_conf()');
     await cluster().archiveNow();
 
     // Before the mistake, a moment; then the mistake (a license cut short) and a write after it.
