@@ -129,7 +129,7 @@ describe('PostgreSQL WAL archiving by pgBackRest: status, point-in-time restore,
     assert.equal((await restored.stop()).code, 0);
   });
 
-  it(`loses no write acknowledged more than archive_timeout and the archiving's own time before the host, ${ROUNDS} rounds under load; the files signed before verify`, async function () {
+  it(`loses no write acknowledged more than twice archive_timeout and the archiving's own time before the host, ${ROUNDS} rounds under load; the files signed before verify`, async function () {
     this.timeout(scaledMs(ROUNDS * 60_000));
     const seed = faultSeed();
     const random = prng(seed);
@@ -142,7 +142,9 @@ describe('PostgreSQL WAL archiving by pgBackRest: status, point-in-time restore,
       await cluster().archiveNow();
       archivingMs = Math.max(archivingMs, Date.now() - started);
     }
-    const windowMs = ARCHIVE_TIMEOUT_S * 1000 + 2 * archivingMs + 500;
+    // Twice archive_timeout: PostgreSQL's checkpointer switches WAL files when it wakes and
+    // finds the timeout passed, which a run of 20 rounds saw up to 0.8 s after it.
+    const windowMs = 2 * ARCHIVE_TIMEOUT_S * 1000 + 2 * archivingMs + 500;
     const windows: number[] = [];
     let lostInAll = 0;
     for (let round = 0; round < ROUNDS; round += 1) {
