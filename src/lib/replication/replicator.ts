@@ -93,6 +93,7 @@ export class Replicator {
   private readonly replicas = new Map<string, ReplicaState>();
   private readonly now: () => number;
   private recording: Promise<void> | undefined;
+  private recordFailing = false;
   private readonly lag = new ReplicaLag();
 
   private constructor(
@@ -325,8 +326,11 @@ export class Replicator {
     this.recording = (this.recording ?? Promise.resolve()).then(async () => {
       try {
         await writeReplicationStatus(this.options.databasePath, this.status(), { pid: this.options.parentPid, at: new Date(this.now()) });
+        this.recordFailing = false;
       } catch (error) {
-        this.options.log({ level: 'warn', msg: 'cannot record the replication status', error: String(error).slice(0, 200) });
+        // Once per run of failures, not every second.
+        if (!this.recordFailing) this.options.log({ level: 'warn', msg: 'cannot record the replication status for backup status', error: String(error).slice(0, 200) });
+        this.recordFailing = true;
       }
     });
     return this.recording;
