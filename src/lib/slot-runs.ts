@@ -1,4 +1,10 @@
+import { CronExpressionParser } from 'cron-parser';
 import { setTimerUntil, type LongTimer, type TimerClock } from './long-timer.js';
+
+/** The next slot of a cron expression (local time) after `now`: SlotRuns' nextSlot for cron schedules. */
+export function nextCronSlot(expression: string): (now: Date) => Date {
+  return (now) => CronExpressionParser.parse(expression, { currentDate: now }).next().toDate();
+}
 
 /**
  * What the daemon's schedules share (backup/scheduler.ts, backup/drill-schedule.ts,
@@ -10,6 +16,7 @@ export class SlotRuns {
   private timer: LongTimer | undefined;
   private running: Promise<unknown> | undefined;
   private stopped = false;
+  private armedFor: Date | undefined;
 
   constructor(
     private readonly clock: TimerClock,
@@ -22,6 +29,7 @@ export class SlotRuns {
   arm(): void {
     if (this.stopped) return;
     const next = this.nextSlot(this.clock.now());
+    this.armedFor = next;
     this.timer = setTimerUntil(this.clock, next.getTime(), () => {
       this.timer = undefined;
       const run = this.run(next).finally(() => this.arm());
@@ -41,6 +49,11 @@ export class SlotRuns {
     this.stopped = true;
     this.timer?.cancel();
     this.timer = undefined;
+  }
+
+  /** The slot the timer waits for; undefined before the first arm(). */
+  get nextRun(): Date | undefined {
+    return this.armedFor;
   }
 
   get isStopped(): boolean {

@@ -1,6 +1,6 @@
 import { CronExpressionParser } from 'cron-parser';
 import type { TimerClock } from '../long-timer.js';
-import { SlotRuns } from '../slot-runs.js';
+import { nextCronSlot, SlotRuns } from '../slot-runs.js';
 
 export interface DrillScheduleOptions {
   readonly expression: string;
@@ -17,16 +17,12 @@ export interface DrillScheduleOptions {
  * alert on the last success's age says that drills stopped.
  */
 export class DrillSchedule {
-  private next: Date | undefined;
   private readonly runs: SlotRuns;
 
   constructor(private readonly options: DrillScheduleOptions) {
     this.runs = new SlotRuns(
       options.clock,
-      (now) => {
-        this.next = CronExpressionParser.parse(options.expression, { currentDate: now }).next().toDate();
-        return this.next;
-      },
+      nextCronSlot(options.expression),
       () =>
         options.run().then(
           () => undefined,
@@ -49,7 +45,7 @@ export class DrillSchedule {
   }
 
   nextRun(): Date | undefined {
-    return this.next;
+    return this.runs.nextRun;
   }
 }
 

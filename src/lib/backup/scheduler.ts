@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { CronExpressionParser } from 'cron-parser';
 import type { TimerClock } from '../long-timer.js';
-import { SlotRuns } from '../slot-runs.js';
+import { nextCronSlot, SlotRuns } from '../slot-runs.js';
 import type { Database } from '../storage/types.js';
 import { asIso } from '../storage/values.js';
 
@@ -42,7 +42,6 @@ export interface SchedulerOptions {
  * backup is older than the last slot) is caught up once.
  */
 export class BackupScheduler {
-  private next: Date | undefined;
   private readonly owner = `${hostname()}:${process.pid}`;
   // A yearly slot is further away than one setTimeout holds: SlotRuns reaches it with a chain of timers.
   private readonly runs: SlotRuns;
@@ -50,10 +49,7 @@ export class BackupScheduler {
   constructor(private readonly options: SchedulerOptions) {
     this.runs = new SlotRuns(
       options.clock,
-      (now) => {
-        this.next = CronExpressionParser.parse(options.expression, { currentDate: now }).next().toDate();
-        return this.next;
-      },
+      nextCronSlot(options.expression),
       (slot) => this.runSlot(slot),
     );
   }
@@ -83,7 +79,7 @@ export class BackupScheduler {
     return {
       enabled: true,
       schedule: this.options.expression,
-      next_run: this.next?.toISOString() ?? null,
+      next_run: this.runs.nextRun?.toISOString() ?? null,
       last_run: rows[0] ? toRun(rows[0]) : null,
     };
   }
